@@ -1,0 +1,27 @@
+// The socket face of the daemon: accepts connections, frames and parses
+// requests, routes them to sessions and log readers, and writes each answer
+// back on its own connection. It also holds the open questions (approvals,
+// compression requests) between the agent that asks and the client that
+// answers, and answers them itself when their deadline passes.
+#pragma once
+
+#include "actors/vocabulary.hpp"
+
+#include <caf/actor.hpp>
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+namespace hb::actors {
+
+struct broker_links {
+  caf::actor writer;
+  std::vector<caf::actor> readers;
+  std::function<void()> request_stop; // the `shutdown` action
+};
+
+caf::actor spawn_broker(caf::actor_system& sys, int listen_fd,
+                        std::shared_ptr<const daemon_settings> settings, broker_links links);
+
+} // namespace hb::actors

@@ -1,0 +1,84 @@
+#include "actors/daemon.hpp"
+
+#include "actors/broker.hpp"
+#include "actors/log_actors.hpp"
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <iostream>
+
+namespace hb::actors {
+
+namespace {
+
+int stop_pipe[2] = {-1, -1};
+
+void request_stop() {
+  char byte = 1;
+  // Async-signal-safe; a full pipe already means "stop".
+  [[maybe_unused]] auto n = ::write(stop_pipe[1], &byte, 1);
+}
+
+extern "C" void on_stop_signal(int) { request_stop(); }
+
+void wait_for_stop() {
+  char byte;
+  while (::read(stop_pipe[0], &byte, 1) < 0 && errno == EINTR) {
+  }
+}
+
+} // namespace
+
+int serve(const daemon_settings& settings, int listen_fd, std::shared_ptr<storage::log_writer> log,
+          const std::function<void()>& announce_ready) {
+  if (::pipe2(stop_pipe, O_CLOEXEC) != 0) {
+    std::perror("hermes-bridge: pipe");
+    return 1;
+  }
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  caf::actor_system_config cfg;
+  cfg.load<caf::io::middleman>();
+  caf::actor_system sys{cfg};
+  auto shared = std::make_shared<const daemon_settings>(settings);
+  auto writer = spawn_log_writer(sys, std::move(log));
+  broker_links links;
+  links.writer = writer;
+  for (size_t i = 0; i < std::max<size_t>(1, settings.readers); ++i)
+    links.readers.push_back(spawn_log_reader(sys, settings.db_path));
+  links.request_stop = request_stop;
+  auto broker = spawn_broker(sys, listen_fd, shared, links);
+  announce_ready();
+
+  wait_for_stop();
+  std::cerr << "hermes-bridge: stopping: draining live runs" << std::endl;
+  {
+    caf::scoped_actor self{sys};
+    self->request(broker, settings.drain_timeout + std::chrono::seconds(2), stop_atom::value)
+      .receive([](bool) {}, [](caf::error&) {});
+    self->request(writer, std::chrono::seconds(10), flush_atom::value)
+      .receive([](bool) {}, [](caf::error& err) {
+        std::cerr << "hermes-bridge: final log flush failed: " << caf::to_string(err) << std::endl;
+      });
+  }
+  std::cerr << "hermes-bridge: stopped" << std::endl;
+  // Agent threads that ignore interrupts may still hold the GIL; finalizing
+  // Python or joining every actor could then hang. Everything that matters is
+  // committed, so leave now.
+  std::fflush(nullptr);
+  ::_exit(0);
+}
+
+} // namespace hb::actors

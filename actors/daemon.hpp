@@ -1,0 +1,20 @@
+// Wires the actor system together and runs it until `shutdown`, SIGTERM or
+// SIGINT, then drains: stop accepting, interrupt live runs, flush the log.
+#pragma once
+
+#include "actors/vocabulary.hpp"
+
+#include <functional>
+#include <memory>
+
+namespace hb::storage {
+class log_writer;
+}
+
+namespace hb::actors {
+
+// Returns the process exit code. `announce_ready` runs once the socket is served.
+int serve(const daemon_settings& settings, int listen_fd, std::shared_ptr<storage::log_writer> log,
+          const std::function<void()>& announce_ready);
+
+} // namespace hb::actors

@@ -1,0 +1,160 @@
+#include "actors/log_actors.hpp"
+
+#include "actors/responses.hpp"
+#include "actors/vocabulary.hpp"
+#include "protocol/json_text.hpp"
+#include "protocol/wire_error.hpp"
+#include "storage/log_reader.hpp"
+#include "storage/log_writer.hpp"
+
+#include <caf/all.hpp>
+
+#include <iostream>
+
+namespace hb::actors {
+
+namespace {
+
+constexpr size_t max_batch_rows = 8192;
+
+struct writer_state {
+  std::shared_ptr<storage::log_writer> log;
+  // Callers that may only proceed once their rows are durable.
+  std::vector<caf::response_promise> after_commit;
+  static inline const char* name = "log_writer";
+};
+
+using writer_actor = caf::stateful_actor<writer_state>;
+
+void fail_batch(writer_actor* self, const std::exception& e) {
+  std::cerr << "hermes-bridge: event log write failed: " << e.what() << std::endl;
+  self->state.log->rollback();
+  for (auto& rp : self->state.after_commit)
+    rp.deliver(caf::make_error(caf::sec::runtime_error, std::string("event log: ") + e.what()));
+  self->state.after_commit.clear();
+}
+
+void commit_if_idle(writer_actor* self) {
+  auto& st = self->state;
+  if (!self->mailbox().empty() && st.log->pending_rows() < max_batch_rows)
+    return;
+  try {
+    st.log->commit();
+  } catch (const std::exception& e) {
+    fail_batch(self, e);
+    return;
+  }
+  for (auto& rp : st.after_commit)
+    rp.deliver(true);
+  st.after_commit.clear();
+}
+
+template <class F>
+void apply(writer_actor* self, F&& f) {
+  try {
+    f(*self->state.log);
+  } catch (const std::exception& e) {
+    fail_batch(self, e);
+  }
+  commit_if_idle(self);
+}
+
+caf::result<bool> apply_then_confirm(writer_actor* self,
+                                     const std::function<void(storage::log_writer&)>& f) {
+  auto rp = self->make_response_promise<bool>();
+  self->state.after_commit.push_back(rp);
+  apply(self, f);
+  return rp;
+}
+
+std::string stream_delta_event(const std::string& text) {
+  std::string body = "{\"event\": \"stream.delta\", \"delta\": ";
+  protocol::append_quoted(body, text);
+  body += '}';
+  return body;
+}
+
+caf::behavior log_writer_actor(writer_actor* self, std::shared_ptr<storage::log_writer> log) {
+  self->state.log = std::move(log);
+  return {
+    [=](open_run_atom, const std::string& run_id, const std::string& session_id, double at) {
+      return apply_then_confirm(self, [&](storage::log_writer& w) { w.open_run(run_id, session_id, at); });
+    },
+    [=](delta_atom, const std::string& run_id, const std::string& text, double at) {
+      apply(self, [&](storage::log_writer& w) {
+        if (w.append_delta(run_id, text, at))
+          w.append_event(run_id, stream_delta_event(text), at);
+      });
+    },
+    [=](event_atom, const std::string& run_id, const std::string& body, double at) {
+      apply(self, [&](storage::log_writer& w) { w.append_event(run_id, body, at); });
+    },
+    [=](close_run_atom, const std::string& run_id, const std::string& status,
+        const std::string& result, bool has_error, const std::string& error, double at) {
+      return apply_then_confirm(self, [&](storage::log_writer& w) {
+        w.close_run(run_id, status, result.empty() ? std::nullopt : std::optional<std::string>(result),
+                    has_error ? std::optional<std::string>(error) : std::nullopt, at);
+      });
+    },
+    [=](put_sess_atom, const std::string& session_id, double created_at, double last_used_at,
+        const std::string& config, const std::string& history, int64_t message_count,
+        bool destroyed) {
+      apply(self, [&](storage::log_writer& w) {
+        w.put_session({session_id, created_at, last_used_at, config, history, message_count, destroyed});
+      });
+    },
+    [=](flush_atom) { return apply_then_confirm(self, [](storage::log_writer&) {}); },
+  };
+}
+
+struct reader_state {
+  std::unique_ptr<storage::log_reader> log;
+  static inline const char* name = "log_reader";
+};
+
+using reader_actor = caf::stateful_actor<reader_state>;
+
+template <class Encode>
+std::string answer_from_log(reader_actor* self, const std::string& run_id, int64_t event_from,
+                            Encode encode) {
+  try {
+    if (!self->state.log)
+      throw std::runtime_error("event log is not open for reading");
+    auto snap = self->state.log->read_run(run_id, event_from);
+    if (!snap)
+      return protocol::error_line(protocol::key_error("unknown run: " + run_id));
+    return encode(*snap);
+  } catch (const std::exception& e) {
+    return protocol::error_line("RuntimeError", std::string("event log read failed: ") + e.what());
+  }
+}
+
+caf::behavior log_reader_actor(reader_actor* self, std::string path) {
+  try {
+    self->state.log = std::make_unique<storage::log_reader>(path);
+  } catch (const std::exception& e) {
+    std::cerr << "hermes-bridge: cannot open event log for reading: " << e.what() << std::endl;
+  }
+  return {
+    [=](output_atom, const std::string& run_id, int64_t cursor, int64_t event_cursor) {
+      return answer_from_log(self, run_id, event_cursor, [&](const storage::run_snapshot& run) {
+        return get_output_line(run, cursor);
+      });
+    },
+    [=](result_atom, const std::string& run_id) {
+      return answer_from_log(self, run_id, 0, get_result_line);
+    },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_log_writer(caf::actor_system& sys, std::shared_ptr<storage::log_writer> log) {
+  return sys.spawn<caf::detached>(log_writer_actor, std::move(log));
+}
+
+caf::actor spawn_log_reader(caf::actor_system& sys, const std::string& db_path) {
+  return sys.spawn<caf::detached>(log_reader_actor, db_path);
+}
+
+} // namespace hb::actors

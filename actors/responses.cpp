@@ -1,0 +1,95 @@
+#include "actors/responses.hpp"
+
+#include "protocol/json_text.hpp"
+
+
+namespace hb::actors {
+
+using protocol::object_writer;
+
+namespace {
+
+std::string json_array(const std::vector<std::string>& items, size_t from, bool quote) {
+  std::string out = "[";
+  for (size_t i = from; i < items.size(); ++i) {
+    if (i > from)
+      out += ", ";
+    if (quote)
+      protocol::append_quoted(out, items[i]);
+    else
+      out += items[i];
+  }
+  out += ']';
+  return out;
+}
+
+std::string joined(const std::vector<std::string>& items, size_t from) {
+  size_t size = 0;
+  for (size_t i = from; i < items.size(); ++i)
+    size += items[i].size();
+  std::string out;
+  out.reserve(size);
+  for (size_t i = from; i < items.size(); ++i)
+    out += items[i];
+  return out;
+}
+
+object_writer& optional_raw(object_writer& w, const char* key, const std::optional<std::string>& v) {
+  return v ? w.raw(key, *v) : w.null(key);
+}
+
+object_writer& optional_str(object_writer& w, const char* key, const std::optional<std::string>& v) {
+  return v ? w.str(key, *v) : w.null(key);
+}
+
+} // namespace
+
+std::string get_output_line(const storage::run_snapshot& run, int64_t cursor) {
+  size_t from = cursor < 0 ? 0 : static_cast<size_t>(cursor);
+  if (from > run.deltas.size())
+    from = run.deltas.size();
+  bool done = run.status != "running";
+  object_writer w;
+  w.boolean("ok", true)
+    .str("run_id", run.run_id)
+    .str("session_id", run.session_id)
+    .str("status", run.status)
+    .str("delta", joined(run.deltas, from))
+    .integer("cursor", static_cast<int64_t>(run.deltas.size()))
+    .str("output", joined(run.deltas, 0))
+    .boolean("done", done);
+  optional_raw(w, "result", done ? run.result : std::nullopt);
+  optional_str(w, "error", run.error);
+  w.raw("events", json_array(run.events, 0, false)).integer("event_cursor", run.event_count);
+  return w.finish();
+}
+
+std::string get_result_line(const storage::run_snapshot& run) {
+  object_writer w;
+  w.boolean("ok", true)
+    .str("run_id", run.run_id)
+    .str("session_id", run.session_id)
+    .str("status", run.status)
+    .number("started_at", run.started_at);
+  if (run.ended_at)
+    w.number("ended_at", *run.ended_at);
+  else
+    w.null("ended_at");
+  w.str("output", joined(run.deltas, 0))
+    .raw("deltas", json_array(run.deltas, 0, true))
+    .raw("events", json_array(run.events, 0, false));
+  optional_raw(w, "result", run.result);
+  optional_str(w, "error", run.error);
+  return w.finish();
+}
+
+std::string chat_started_line(const std::string& run_id, const std::string& session_id) {
+  return object_writer{}
+    .boolean("ok", true)
+    .str("run_id", run_id)
+    .str("session_id", session_id)
+    .str("status", "running")
+    .finish();
+}
+
+} // namespace hb::actors

@@ -1,0 +1,33 @@
+// A run actor drives one chat turn. It lives on its own thread because the
+// turn blocks inside Python; its sink turns the agent's callbacks into
+// messages for the log writer and questions for the broker.
+#pragma once
+
+#include <caf/actor.hpp>
+#include <caf/fwd.hpp>
+
+#include <memory>
+#include <string>
+
+namespace hb::bridge {
+class agent_session;
+}
+
+namespace hb::actors {
+
+struct run_spec {
+  std::string run_id;
+  std::string session_id;
+  std::string request; // the chat request, JSON
+  std::shared_ptr<bridge::agent_session> agent;
+  caf::actor session;
+  caf::actor broker;
+  caf::actor writer;
+};
+
+// Tells the session `armed` once an interrupt would stop the turn, `closing`
+// when the turn has returned, and `run_done` once the terminal status is
+// committed.
+void spawn_run(caf::actor_system& sys, run_spec spec);
+
+} // namespace hb::actors

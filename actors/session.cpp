@@ -1,0 +1,451 @@
+#include "actors/session.hpp"
+
+#include "actors/blocking_call.hpp"
+#include "actors/responses.hpp"
+#include "actors/run.hpp"
+#include "bridge/python/embedded_agent.hpp"
+#include "protocol/json_text.hpp"
+#include "protocol/request.hpp"
+
+#include <caf/all.hpp>
+
+#include <map>
+#include <tuple>
+
+namespace hb::actors {
+
+using protocol::error_line;
+using protocol::json;
+using protocol::object_writer;
+using agent_ptr = std::shared_ptr<bridge::agent_session>;
+// (ok, payload or error type, error message): how blocking calls report.
+using call_outcome = std::tuple<bool, std::string, std::string>;
+
+namespace {
+
+constexpr std::chrono::seconds interrupt_sync_limit{10};
+
+struct chat_plan {
+  std::string request;
+  bool wait = false;
+  double timeout = 0;
+};
+
+struct session_state {
+  std::string id;
+  session_links links;
+  agent_ptr agent;
+  bool created = false;   // an agent was built and the session is listed
+  bool busy = false;      // building the agent or running a turn
+  bool destroyed = false; // dropped by the broker; lives on only to finish its run
+  std::string run_id;     // the live run, empty when idle
+  double created_at = 0;
+  double last_used_at = 0;
+  std::string config = "{}";
+  std::string profile, model, provider;
+  std::string history = "[]";
+  int64_t message_count = 0;
+  std::map<std::string, caf::response_promise> starting; // chat replies due when armed
+  std::map<std::string, caf::response_promise> waiting;  // chat {wait:true} replies due at the end
+  std::map<uint64_t, caf::response_promise> syncing;     // interrupt replies due when idle
+  std::vector<caf::response_promise> draining;           // daemon shutdown
+  uint64_t next_sync = 0;
+  static inline const char* name = "session";
+};
+
+using session_actor = caf::stateful_actor<session_state>;
+
+std::string interrupted_line(const std::string& id, bool synced) {
+  return object_writer{}
+    .boolean("ok", true)
+    .str("status", "interrupted")
+    .str("session_id", id)
+    .boolean("synced", synced)
+    .finish();
+}
+
+// The session as `list` shows it; `status` adds "exists" after the id.
+std::string session_entry(const session_state& st, bool with_exists) {
+  object_writer w;
+  w.str("session_id", st.id);
+  if (with_exists)
+    w.boolean("exists", true);
+  w.boolean("running", st.busy && st.created);
+  if (st.run_id.empty())
+    w.null("current_run_id");
+  else
+    w.str("current_run_id", st.run_id);
+  w.number("created_at", st.created_at)
+    .number("last_used_at", st.last_used_at)
+    .integer("message_count", st.message_count)
+    .raw("config", st.config);
+  return w.finish();
+}
+
+void persist(session_actor* self) {
+  auto& st = self->state;
+  if (!st.created)
+    return;
+  self->send(st.links.writer, put_sess_atom::value, st.id, st.created_at, st.last_used_at,
+             st.config, st.history, st.message_count, st.destroyed);
+}
+
+void release_agent(session_actor* self) {
+  if (auto agent = std::move(self->state.agent))
+    blocking_detach(self, [agent]() mutable { agent.reset(); });
+}
+
+void finish_destroy(session_actor* self) {
+  release_agent(self);
+  for (auto& rp : self->state.draining)
+    rp.deliver(true);
+  self->quit();
+}
+
+void deliver_result(session_actor* self, const std::string& run_id, caf::response_promise rp) {
+  self->request(self->state.links.reader, caf::infinite, result_atom::value, run_id)
+    .then([=](std::string& line) mutable { rp.deliver(std::move(line), true); },
+          [=](caf::error& err) mutable {
+            rp.deliver(error_line("RuntimeError", "event log read failed: " + caf::to_string(err)),
+                       true);
+          });
+}
+
+void start_run(session_actor* self, chat_plan plan, caf::response_promise rp) {
+  std::string run_id = new_id();
+  double started = now_seconds();
+  self->request(self->state.links.writer, caf::infinite, open_run_atom::value, run_id,
+                self->state.id, started)
+    .then(
+      [=](bool) mutable {
+        auto& st = self->state;
+        st.run_id = run_id;
+        st.last_used_at = started;
+        if (plan.wait) {
+          st.waiting.emplace(run_id, rp);
+          if (plan.timeout > 0)
+            self->delayed_send(self, std::chrono::microseconds(static_cast<int64_t>(plan.timeout * 1e6)),
+                               wait_due_atom::value, run_id);
+        } else {
+          st.starting.emplace(run_id, rp);
+        }
+        spawn_run(self->system(), run_spec{run_id, st.id, plan.request, st.agent, self,
+                                           st.links.broker, st.links.writer});
+      },
+      [=](caf::error& err) mutable {
+        self->state.busy = false;
+        rp.deliver(error_line("RuntimeError", "event log unavailable: " + caf::to_string(err)),
+                   self->state.created);
+      });
+}
+
+void adopt_config(session_state& st, const std::string& config) {
+  st.config = config;
+  auto doc = json::parse(config, nullptr, false);
+  auto text = [&](const char* key) {
+    return doc.is_object() && doc.contains(key) && doc[key].is_string() ? doc[key].get<std::string>()
+                                                                        : std::string();
+  };
+  st.profile = text("profile");
+  st.model = text("model");
+  st.provider = text("provider");
+}
+
+void build_then_start(session_actor* self, std::string profile, std::string model,
+                      std::string provider, chat_plan plan, caf::response_promise rp) {
+  auto built = std::make_shared<agent_ptr>();
+  std::string id = self->state.id;
+  blocking_call(self,
+                [=]() -> call_outcome {
+                  std::string config;
+                  try {
+                    *built = bridge::agent_session::create(id, profile, model, provider, config);
+                    return {true, config, ""};
+                  } catch (const protocol::wire_error& e) {
+                    return {false, e.type, e.what()};
+                  }
+                })
+    .then(
+      [=](bool ok, std::string& config_or_type, std::string& message) mutable {
+        auto& st = self->state;
+        // Like the seed, a session whose config changed is replaced: the
+        // old agent goes whether or not the new one can be built.
+        release_agent(self);
+        if (!ok || st.destroyed) {
+          st.created = false;
+          st.busy = false;
+          if (auto agent = std::move(*built))
+            blocking_detach(self, [agent]() mutable { agent.reset(); });
+          rp.deliver(ok ? error_line("RuntimeError", "session " + id + " was destroyed")
+                        : error_line(config_or_type, message),
+                     false);
+          if (st.destroyed)
+            finish_destroy(self);
+          return;
+        }
+        st.agent = std::move(*built);
+        st.created = true;
+        st.created_at = st.last_used_at = now_seconds();
+        adopt_config(st, config_or_type);
+        st.history = "[]";
+        st.message_count = 0;
+        persist(self);
+        start_run(self, std::move(plan), rp);
+      },
+      [=](caf::error& err) mutable {
+        self->state.busy = false;
+        rp.deliver(error_line("RuntimeError", "agent construction failed: " + caf::to_string(err)),
+                   self->state.created);
+      });
+}
+
+void on_chat(session_actor* self, const std::string& request, caf::response_promise rp) {
+  auto& st = self->state;
+  if (st.busy) {
+    rp.deliver(error_line(protocol::runtime_error("session " + st.id + " is already running")),
+               st.created);
+    return;
+  }
+  chat_plan plan{request};
+  json req = json::parse(request);
+  std::string profile, model, provider;
+  try {
+    profile = protocol::field_str(req, "profile");
+    model = protocol::py_strip(protocol::field_str(req, "model"));
+    provider = protocol::py_strip(protocol::field_str(req, "provider"));
+    plan.wait = protocol::field_truthy(req, "wait");
+    if (plan.wait)
+      plan.timeout = protocol::field_float(req, "timeout");
+  } catch (const protocol::wire_error& e) {
+    rp.deliver(error_line(e), st.created);
+    return;
+  }
+  bool changed = (!profile.empty() && profile != st.profile) || (!model.empty() && model != st.model) ||
+                 (!provider.empty() && provider != st.provider);
+  st.busy = true;
+  if (!st.created || changed)
+    build_then_start(self, profile, model, provider, std::move(plan), rp);
+  else
+    start_run(self, std::move(plan), rp);
+}
+
+void on_closing(session_actor* self, const std::string& run_id, bool has_history,
+                const std::string& history, int64_t message_count) {
+  auto& st = self->state;
+  if (run_id != st.run_id)
+    return;
+  st.busy = false;
+  st.run_id.clear();
+  st.last_used_at = now_seconds();
+  if (has_history) {
+    st.history = history;
+    st.message_count = message_count;
+  }
+  persist(self);
+  if (auto it = st.starting.find(run_id); it != st.starting.end()) {
+    it->second.deliver(chat_started_line(run_id, st.id), true);
+    st.starting.erase(it);
+  }
+  for (auto& [_, rp] : st.syncing)
+    rp.deliver(interrupted_line(st.id, true));
+  st.syncing.clear();
+}
+
+void on_interrupt(session_actor* self, const std::string& message, caf::response_promise rp) {
+  auto& st = self->state;
+  if (!st.created || !st.agent) {
+    rp.deliver(error_line(protocol::key_error("unknown session: " + st.id)));
+    return;
+  }
+  auto agent = st.agent;
+  blocking_call(self,
+                [agent, message]() -> call_outcome {
+                  try {
+                    agent->interrupt(message);
+                    return {true, "", ""};
+                  } catch (const protocol::wire_error& e) {
+                    return {false, e.type, e.what()};
+                  }
+                })
+    .then(
+      [=](bool ok, std::string& type, std::string& text) mutable {
+        auto& st = self->state;
+        if (!ok)
+          return rp.deliver(error_line(type, text));
+        if (!st.busy)
+          return rp.deliver(interrupted_line(st.id, true));
+        // A turn blocked on a client's answer would not notice the interrupt.
+        self->send(st.links.broker, cancel_atom::value, st.id, std::string("interrupted"));
+        uint64_t ticket = ++st.next_sync;
+        st.syncing.emplace(ticket, rp);
+        self->delayed_send(self, interrupt_sync_limit, sync_due_atom::value, ticket);
+      },
+      [=](caf::error& err) mutable { rp.deliver(error_line("RuntimeError", caf::to_string(err))); });
+}
+
+void on_steer(session_actor* self, const std::string& text, caf::response_promise rp) {
+  auto& st = self->state;
+  if (!st.created || !st.agent) {
+    rp.deliver(error_line(protocol::key_error("unknown session: " + st.id)));
+    return;
+  }
+  auto agent = st.agent;
+  blocking_call(self,
+                [agent, text]() -> call_outcome {
+                  try {
+                    return {true, agent->steer(text) ? "true" : "false", ""};
+                  } catch (const protocol::wire_error& e) {
+                    return {false, e.type, e.what()};
+                  }
+                })
+    .then(
+      [=](bool ok, std::string& accepted, std::string& message) mutable {
+        if (!ok)
+          return rp.deliver(error_line(accepted, message));
+        bool yes = accepted == "true";
+        rp.deliver(object_writer{}
+                     .boolean("ok", true)
+                     .str("status", yes ? "queued" : "rejected")
+                     .boolean("accepted", yes)
+                     .str("text", text)
+                     .finish());
+      },
+      [=](caf::error& err) mutable { rp.deliver(error_line("RuntimeError", caf::to_string(err))); });
+}
+
+// Stops the live turn, if any, on the agent's own terms and the broker's.
+void stop_turn(session_actor* self, const std::string& why) {
+  auto& st = self->state;
+  if (!st.busy || !st.agent)
+    return;
+  auto agent = st.agent;
+  std::string message = protocol::dumps(json(why));
+  blocking_detach(self, [agent, message] {
+    try {
+      agent->interrupt(message);
+    } catch (const protocol::wire_error&) {
+      // An agent that cannot be interrupted finishes its turn on its own.
+    }
+  });
+  self->send(st.links.broker, cancel_atom::value, st.id, why);
+}
+
+caf::behavior session_behavior(session_actor* self, std::string id, session_links links) {
+  self->state.id = std::move(id);
+  self->state.links = std::move(links);
+  return {
+    [=](chat_atom, const std::string& request) {
+      auto rp = self->make_response_promise();
+      on_chat(self, request, rp);
+      return rp;
+    },
+    [=](armed_atom, const std::string& run_id) {
+      auto& st = self->state;
+      if (auto it = st.starting.find(run_id); it != st.starting.end()) {
+        it->second.deliver(chat_started_line(run_id, st.id), true);
+        st.starting.erase(it);
+      }
+    },
+    [=](closing_atom, const std::string& run_id, bool has_history, const std::string& history,
+        int64_t message_count) { on_closing(self, run_id, has_history, history, message_count); },
+    [=](run_done_atom, const std::string& run_id) {
+      auto& st = self->state;
+      if (auto it = st.waiting.find(run_id); it != st.waiting.end()) {
+        deliver_result(self, run_id, it->second);
+        st.waiting.erase(it);
+      }
+      if (!st.busy) {
+        for (auto& rp : st.draining)
+          rp.deliver(true);
+        st.draining.clear();
+        if (st.destroyed)
+          finish_destroy(self);
+      }
+    },
+    [=](wait_due_atom, const std::string& run_id) {
+      auto& st = self->state;
+      if (auto it = st.waiting.find(run_id); it != st.waiting.end()) {
+        deliver_result(self, run_id, it->second);
+        st.waiting.erase(it);
+      }
+    },
+    [=](interrupt_atom, const std::string& message) {
+      auto rp = self->make_response_promise();
+      on_interrupt(self, message, rp);
+      return rp;
+    },
+    [=](sync_due_atom, uint64_t ticket) {
+      auto& st = self->state;
+      if (auto it = st.syncing.find(ticket); it != st.syncing.end()) {
+        it->second.deliver(interrupted_line(st.id, false));
+        st.syncing.erase(it);
+      }
+    },
+    [=](steer_atom, const std::string& text) {
+      auto rp = self->make_response_promise();
+      on_steer(self, text, rp);
+      return rp;
+    },
+    [=](history_atom) -> std::string {
+      auto& st = self->state;
+      if (!st.created)
+        return error_line(protocol::key_error("unknown session: " + st.id));
+      return object_writer{}.boolean("ok", true).str("session_id", st.id).raw("history", st.history).finish();
+    },
+    [=](status_atom) {
+      auto& st = self->state;
+      return std::make_tuple(st.created, st.created_at, session_entry(st, false),
+                             session_entry(st, true));
+    },
+    [=](destroy_atom) {
+      auto& st = self->state;
+      bool existed = st.created;
+      st.destroyed = true;
+      persist(self);
+      if (st.busy) {
+        stop_turn(self, "Session destroyed");
+      } else {
+        finish_destroy(self);
+      }
+      return existed;
+    },
+    [=](gc_atom, int64_t idle_seconds) {
+      auto& st = self->state;
+      if (st.busy || now_seconds() - st.last_used_at < static_cast<double>(idle_seconds))
+        return false;
+      st.destroyed = true;
+      finish_destroy(self);
+      return true;
+    },
+    [=](drain_atom) {
+      auto rp = self->make_response_promise();
+      auto& st = self->state;
+      if (!st.busy) {
+        rp.deliver(true);
+      } else {
+        st.draining.push_back(rp);
+        stop_turn(self, "hermes-bridge is shutting down");
+      }
+      return rp;
+    },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_session(caf::actor_system& sys, const std::string& session_id,
+                         const session_links& links) {
+  return sys.spawn(session_behavior, session_id, links);
+}
+
+std::string unknown_session_status_line(const std::string& session_id) {
+  return object_writer{}
+    .boolean("ok", true)
+    .str("session_id", session_id)
+    .boolean("exists", false)
+    .boolean("running", false)
+    .integer("message_count", 0)
+    .finish();
+}
+
+} // namespace hb::actors

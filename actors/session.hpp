@@ -1,0 +1,28 @@
+// A session actor: one per session id. It owns the session's agent and
+// config, allows one run at a time and answers chat, interrupt, steer,
+// history, status, destroy and idle collection. Each chat spawns a run
+// actor (detached: the turn blocks in Python) that reports back to it.
+#pragma once
+
+#include "actors/vocabulary.hpp"
+
+#include <caf/actor.hpp>
+
+#include <memory>
+#include <string>
+
+namespace hb::actors {
+
+struct session_links {
+  caf::actor broker;
+  caf::actor writer;
+  caf::actor reader;
+};
+
+caf::actor spawn_session(caf::actor_system& sys, const std::string& session_id,
+                         const session_links& links);
+
+// Response lines the broker also needs for sessions it does not know.
+std::string unknown_session_status_line(const std::string& session_id);
+
+} // namespace hb::actors

@@ -1,0 +1,69 @@
+// The messages the daemon's actors exchange. Every payload is a builtin
+// (strings, numbers, bools), so any actor could later live in another
+// process behind CAF's middleman without changing a handler.
+#pragma once
+
+#include <caf/atom.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace hb::actors {
+
+// log writer
+using open_run_atom = caf::atom_constant<caf::atom("open_run")>;
+using delta_atom = caf::atom_constant<caf::atom("delta")>;
+using event_atom = caf::atom_constant<caf::atom("event")>;
+using close_run_atom = caf::atom_constant<caf::atom("close_run")>;
+using put_sess_atom = caf::atom_constant<caf::atom("put_sess")>;
+using flush_atom = caf::atom_constant<caf::atom("flush")>;
+// log readers
+using output_atom = caf::atom_constant<caf::atom("output")>;
+using result_atom = caf::atom_constant<caf::atom("result")>;
+// sessions
+using chat_atom = caf::atom_constant<caf::atom("chat")>;
+using interrupt_atom = caf::atom_constant<caf::atom("interrupt")>;
+using steer_atom = caf::atom_constant<caf::atom("steer")>;
+using history_atom = caf::atom_constant<caf::atom("history")>;
+using status_atom = caf::atom_constant<caf::atom("status")>;
+using destroy_atom = caf::atom_constant<caf::atom("destroy")>;
+using gc_atom = caf::atom_constant<caf::atom("gc")>;
+using drain_atom = caf::atom_constant<caf::atom("drain")>;
+using armed_atom = caf::atom_constant<caf::atom("armed")>;
+using closing_atom = caf::atom_constant<caf::atom("closing")>;
+using run_done_atom = caf::atom_constant<caf::atom("run_done")>;
+using wait_due_atom = caf::atom_constant<caf::atom("wait_due")>;
+using sync_due_atom = caf::atom_constant<caf::atom("sync_due")>;
+// questions routed through the broker
+using approval_atom = caf::atom_constant<caf::atom("approval")>;
+using gateway_atom = caf::atom_constant<caf::atom("gateway")>;
+using compress_atom = caf::atom_constant<caf::atom("compress")>;
+using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
+using run_end_atom = caf::atom_constant<caf::atom("run_end")>;
+using deadline_atom = caf::atom_constant<caf::atom("deadline")>;
+// broker housekeeping
+using tick_atom = caf::atom_constant<caf::atom("tick")>;
+using read_due_atom = caf::atom_constant<caf::atom("read_due")>;
+using stop_atom = caf::atom_constant<caf::atom("stop")>;
+// one-shot blocking calls
+using call_atom = caf::atom_constant<caf::atom("call")>;
+
+// What the actors need to know about how the daemon was started.
+struct daemon_settings {
+  std::string endpoint;
+  std::string agent_root;   // as ping reports it
+  std::string db_path;
+  std::string socket_path;  // ipc:// endpoints: unlinked on stop
+  size_t max_line_bytes = 64u << 20;
+  std::chrono::milliseconds read_timeout{30'000};
+  std::chrono::seconds idle_timeout{30 * 60};
+  std::chrono::seconds gc_interval{60};
+  std::chrono::seconds drain_timeout{5};
+  size_t readers = 2;
+};
+
+double now_seconds();
+std::string new_id(); // 32 lowercase hex digits, like uuid4().hex
+
+} // namespace hb::actors

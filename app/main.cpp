@@ -1,0 +1,192 @@
+// hermes-bridge: the command line. Parses flags, prepares the event log and
+// the embedded Python, binds the socket, then hands over to the actors.
+#include "actors/daemon.hpp"
+#include "bridge/python/embedded_agent.hpp"
+#include "protocol/endpoint.hpp"
+#include "protocol/json_text.hpp"
+#include "storage/log_writer.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+namespace {
+
+std::string expand_user(const std::string& path) {
+  if (path == "~" || path.rfind("~/", 0) == 0) {
+    const char* home = std::getenv("HOME");
+    return std::string(home ? home : "") + path.substr(1);
+  }
+  return path;
+}
+
+std::string absolute(const std::string& path) {
+  std::error_code ec;
+  auto p = std::filesystem::absolute(expand_user(path), ec);
+  return ec ? expand_user(path) : p.lexically_normal().string();
+}
+
+// Hermes Studio starts its bridge as `<python> hermes_bridge.py --endpoint ...`;
+// pointed at this binary, the script path arrives as the first argument.
+std::vector<std::string> normalized_args(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && args.front().size() > 3 &&
+      args.front().compare(args.front().size() - 3, 3, ".py") == 0)
+    args.erase(args.begin());
+  bool has_command = !args.empty() && (args.front() == "serve");
+  bool wants_help = !args.empty() && (args.front() == "-h" || args.front() == "--help");
+  if (!has_command && !wants_help)
+    args.insert(args.begin(), "serve");
+  return args;
+}
+
+struct serve_flags {
+  std::string endpoint = "ipc:///tmp/hermes-agent-bridge.sock";
+  std::string agent_root = "~/.hermes/hermes-agent";
+  std::string hermes_home = "~/.hermes";
+  std::string db;
+  std::string synchronous = "NORMAL";
+  int64_t idle_timeout_s = 30 * 60;
+  int64_t gc_interval_s = 60;
+  int64_t read_timeout_ms = 30'000;
+  size_t max_line_bytes = 64u << 20;
+};
+
+int run_serve(const serve_flags& flags, int ready_fd) {
+  hb::protocol::endpoint endpoint;
+  try {
+    endpoint = hb::protocol::parse_endpoint(flags.endpoint);
+  } catch (const std::exception& e) {
+    std::cerr << "hermes-bridge: " << e.what() << std::endl;
+    return 1;
+  }
+  std::string home = absolute(flags.hermes_home);
+  std::string db_path = flags.db.empty() ? home + "/hermes-bridge/events.db" : absolute(flags.db);
+
+  std::shared_ptr<hb::storage::log_writer> log;
+  try {
+    std::filesystem::create_directories(std::filesystem::path(db_path).parent_path());
+    hb::storage::writer_options options;
+    options.synchronous = flags.synchronous;
+    log = std::make_shared<hb::storage::log_writer>(db_path, options);
+  } catch (const std::exception& e) {
+    std::cerr << "hermes-bridge: cannot open event log " << db_path << ": " << e.what() << std::endl;
+    return 1;
+  }
+
+  hb::actors::daemon_settings settings;
+  try {
+    settings.agent_root = hb::bridge::python_runtime::start(flags.agent_root, home);
+  } catch (const hb::protocol::wire_error& e) {
+    std::cerr << "hermes-bridge: " << e.type << ": " << e.what() << std::endl;
+    return 1;
+  }
+  hb::bridge::python_runtime::release_main_thread();
+
+  int listen_fd = -1;
+  try {
+    listen_fd = hb::protocol::listen_on(endpoint);
+  } catch (const std::exception& e) {
+    std::cerr << "hermes-bridge: " << e.what() << std::endl;
+    return 1;
+  }
+  settings.endpoint = flags.endpoint;
+  settings.db_path = db_path;
+  if (endpoint.type == hb::protocol::endpoint::kind::ipc)
+    settings.socket_path = endpoint.path;
+  settings.max_line_bytes = flags.max_line_bytes;
+  settings.read_timeout = std::chrono::milliseconds(flags.read_timeout_ms);
+  settings.idle_timeout = std::chrono::seconds(flags.idle_timeout_s);
+  settings.gc_interval = std::chrono::seconds(flags.gc_interval_s);
+  std::cerr << "hermes-bridge: event log " << db_path << std::endl;
+
+  return hb::actors::serve(settings, listen_fd, std::move(log), [&] {
+    std::string line = hb::protocol::object_writer{}
+                         .str("event", "ready")
+                         .str("endpoint", flags.endpoint)
+                         .finish() + "\n";
+    [[maybe_unused]] auto n = ::write(ready_fd, line.data(), line.size());
+  });
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  // stdout carries exactly one line, the ready line. Everything else that
+  // would write there (the agent prints, so do some libraries) goes to stderr.
+  int ready_fd = ::dup(STDOUT_FILENO);
+  ::dup2(STDERR_FILENO, STDOUT_FILENO);
+
+  CLI::App app{"hermes-bridge: hosts hermes-agent sessions for socket clients such as Hermes Studio.\n"
+               "A drop-in for hermes_bridge.py: same protocol, concurrent runs, every run kept in an\n"
+               "SQLite event log."};
+  app.require_subcommand(1);
+  serve_flags flags;
+  auto* serve = app.add_subcommand("serve", "Serve the bridge protocol (the default command).");
+  serve->add_option("--endpoint", flags.endpoint, "ipc://PATH (unix socket) or tcp://HOST:PORT")
+    ->envname("HERMES_AGENT_BRIDGE_ENDPOINT")
+    ->capture_default_str();
+  serve->add_option("--agent-root", flags.agent_root,
+                    "hermes-agent source tree (the directory holding run_agent.py); other usual "
+                    "places are searched when it has none")
+    ->envname("HERMES_AGENT_ROOT")
+    ->capture_default_str();
+  serve->add_option("--hermes-home", flags.hermes_home, "Hermes home (config.yaml, .env, state.db, profiles/)")
+    ->envname("HERMES_HOME")
+    ->capture_default_str();
+  serve->add_option("--db", flags.db, "event log file (default: <hermes-home>/hermes-bridge/events.db)")
+    ->envname("HERMES_BRIDGE_DB");
+  serve->add_option("--synchronous", flags.synchronous,
+                    "SQLite synchronous mode of the event log: NORMAL survives kill -9, FULL also "
+                    "power loss (slower)")
+    ->envname("HERMES_BRIDGE_SYNCHRONOUS")
+    ->check(CLI::IsMember({"OFF", "NORMAL", "FULL", "EXTRA"}))
+    ->capture_default_str();
+  serve->add_option("--idle-timeout", flags.idle_timeout_s,
+                    "seconds an idle session keeps its agent before it is collected (never while running)")
+    ->envname("HERMES_BRIDGE_IDLE_TIMEOUT")
+    ->check(CLI::PositiveNumber)
+    ->capture_default_str();
+  serve->add_option("--gc-interval", flags.gc_interval_s, "seconds between idle-session sweeps")
+    ->envname("HERMES_BRIDGE_GC_INTERVAL")
+    ->check(CLI::PositiveNumber)
+    ->capture_default_str();
+  serve->add_option("--read-timeout-ms", flags.read_timeout_ms,
+                    "a connection that has not sent a complete request line by then gets an error")
+    ->envname("HERMES_BRIDGE_READ_TIMEOUT_MS")
+    ->check(CLI::PositiveNumber)
+    ->capture_default_str();
+  serve->add_option("--max-line-bytes", flags.max_line_bytes, "longest request line accepted")
+    ->envname("HERMES_BRIDGE_MAX_LINE_BYTES")
+    ->check(CLI::PositiveNumber)
+    ->capture_default_str();
+  serve->footer(
+    "Prints {\"event\": \"ready\", \"endpoint\": ...} on stdout once it listens; logs go to stderr.\n"
+    "Stops on the `shutdown` action, SIGTERM or SIGINT: live runs are interrupted, the log flushed.\n"
+    "A leading *.py argument (Hermes Studio's way of starting hermes_bridge.py) is ignored.");
+
+  std::vector<std::string> args = normalized_args(argc, argv);
+  std::vector<const char*> cargs{argv[0]};
+  for (const auto& a : args)
+    cargs.push_back(a.c_str());
+  try {
+    app.parse(static_cast<int>(cargs.size()), const_cast<char**>(cargs.data()));
+  } catch (const CLI::ParseError& e) {
+    // Help text belongs on the real stdout.
+    if (e.get_exit_code() == 0) {
+      std::string text = app.help();
+      if (serve->parsed())
+        text = serve->help();
+      [[maybe_unused]] auto n = ::write(ready_fd, text.data(), text.size());
+      return 0;
+    }
+    return app.exit(e);
+  }
+  return run_serve(flags, ready_fd);
+}

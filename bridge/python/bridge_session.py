@@ -1,0 +1,156 @@
+"""One session's AIAgent callbacks. They report to whichever turn is running
+(the C++ sink of that run) and ask the client questions through it."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from typing import Any
+
+from bridge_json import clean_text, to_json
+from bridge_profiles import DEFAULT_GATEWAY_TIMEOUT_S
+
+CHOICES = ["once", "session", "always", "deny"]
+TERMINAL_APPROVAL_TIMEOUT_S = 60.0
+COMPRESSION_TIMEOUT_S = 180.0
+
+# --------------------------------------------------------------------------
+# A session: one AIAgent and the callbacks that report to the current run.
+
+
+class Session:
+    def __init__(self, session_id: str, profile: str) -> None:
+        self.session_id = session_id
+        self.profile = profile
+        self.agent: Any = None
+        self.sink: Any = None  # the running turn's C++ sink, None between turns
+        self.gateway_timeout_s = DEFAULT_GATEWAY_TIMEOUT_S
+
+    # -- reporting --------------------------------------------------------
+    def event(self, payload: dict[str, Any]) -> None:
+        sink = self.sink
+        if sink is not None:
+            sink.event(to_json(payload))
+
+    def on_text(self, text: Any) -> None:
+        sink = self.sink
+        if sink is not None and text is not None:
+            sink.delta(clean_text(str(text)))
+
+    def on_stream_delta(self, text: Any = None) -> None:
+        # Text arrives through on_text (run_conversation's stream_callback);
+        # this callback only contributes the end-of-segment sentinel.
+        if text is None:
+            self.event({"event": "turn.boundary"})
+
+    def on_status(self, kind: Any, text: Any = None) -> None:
+        self.event({"event": "status", "kind": str(kind), "text": None if text is None else str(text)})
+
+    def text_event(self, name: str):
+        return lambda text=None, *_, **__: self.event({"event": name, "text": str(text)})
+
+    def on_step(self, *args: Any, **kwargs: Any) -> None:
+        if len(args) >= 2:
+            info: Any = {"api_call_count": args[0], "prev_tools": args[1]}
+        else:
+            info = args[0] if args else (kwargs or None)
+        self.event({"event": "step", "step_info": info if info else None})
+
+    def on_tool_progress(self, event_type: Any, name: Any = None, preview: Any = None,
+                         args: Any = None, **_: Any) -> None:
+        # tool.started / tool.completed come from the start/complete callbacks,
+        # which carry the real tool_call_id; here only reasoning is reported.
+        if event_type == "reasoning.available":
+            self.event({"event": "reasoning.available", "text": str(preview) if preview else ""})
+        elif event_type == "_thinking" and name:
+            self.event({"event": "reasoning.delta", "text": str(name)})
+
+    def on_tool_start(self, call_id: Any, name: Any, args: Any) -> None:
+        self.event({"event": "tool.started", "tool_call_id": str(call_id) if call_id else "",
+                    "tool_name": str(name) if name else "", "args": args if args else {}})
+
+    def on_tool_complete(self, call_id: Any, name: Any, args: Any, result: Any = None) -> None:
+        self.event({"event": "tool.completed", "tool_call_id": str(call_id) if call_id else "",
+                    "tool_name": str(name) if name else "", "args": args if args else {},
+                    "result": result, "result_preview": str(result)[:500] if result else None})
+
+    # -- questions for the client ------------------------------------------
+    def on_approval(self, command: Any, description: Any, *, allow_permanent: bool = True,
+                    **_: Any) -> str:
+        sink = self.sink
+        if sink is None:
+            return "deny"  # nobody can answer: fail closed
+        choices = CHOICES if allow_permanent else [c for c in CHOICES if c != "always"]
+        request = {"command": str(command or ""), "description": str(description or ""),
+                   "choices": choices, "allow_permanent": bool(allow_permanent),
+                   "timeout_ms": int(TERMINAL_APPROVAL_TIMEOUT_S * 1000)}
+        return sink.ask_approval(to_json(request), TERMINAL_APPROVAL_TIMEOUT_S)
+
+    def on_gateway_approval(self, data: Any) -> None:
+        sink = self.sink
+        if sink is None:
+            return
+        data = data if isinstance(data, dict) else {}
+        request = {"command": str(data.get("command") or ""),
+                   "description": str(data.get("description") or ""),
+                   "choices": list(CHOICES), "allow_permanent": True,
+                   # What hermes-agent will really wait (approvals.timeout).
+                   "timeout_ms": int(self.gateway_timeout_s * 1000)}
+        sink.gateway_notify(to_json(request), self.gateway_timeout_s)
+
+    def on_compress(self, messages: Any, system_message: Any = None, **kw: Any):
+        before = len(messages) if isinstance(messages, list) else 0
+        sink = self.sink
+        if sink is None:
+            raise RuntimeError("bridge compression requested outside a run")
+        request = {"message_count": before, "approx_tokens": kw.get("approx_tokens"),
+                   "focus_topic": kw.get("focus_topic"), "messages": messages}
+        reply = json.loads(sink.ask_compression(to_json(request), COMPRESSION_TIMEOUT_S))
+        request_id = reply.get("request_id", "")
+        try:
+            if reply.get("failure"):
+                raise RuntimeError(reply["failure"])
+            if reply.get("error"):
+                raise RuntimeError(str(reply["error"]))
+            compressed = reply.get("messages")
+            if not isinstance(compressed, list):
+                raise RuntimeError("bridge compression response missing messages")
+        except Exception as exc:
+            self.event({"event": "bridge.compression.failed", "request_id": request_id,
+                        "message_count": before, "approx_tokens": kw.get("approx_tokens"),
+                        "error": str(exc)})
+            raise
+        self.event({"event": "bridge.compression.completed", "request_id": request_id,
+                    "message_count": before, "result_messages": len(compressed),
+                    "approx_tokens": kw.get("approx_tokens"), "compressed": True})
+        # A reply without system_message keeps the prompt the agent already has.
+        new_system = reply.get("system_message")
+        return compressed, (new_system if new_system is not None else system_message)
+
+    # -- binding on the turn thread ----------------------------------------
+    def bind(self, sink: Any) -> list:
+        """Thread-local approval callback and ContextVar session key must be set
+        on the thread that runs the turn; returns the undo steps."""
+        self.sink = sink
+        undo: list = []
+        with contextlib.suppress(Exception):
+            from tools.terminal_tool import _get_approval_callback, set_approval_callback
+            previous = _get_approval_callback()
+            set_approval_callback(self.on_approval)
+            undo.append(lambda: set_approval_callback(previous))
+        with contextlib.suppress(Exception):
+            from tools.approval import (register_gateway_notify, reset_current_session_key,
+                                        set_current_session_key, unregister_gateway_notify)
+            token = set_current_session_key(self.session_id)
+            undo.append(lambda: reset_current_session_key(token))
+            register_gateway_notify(self.session_id, self.on_gateway_approval)
+            undo.append(lambda: unregister_gateway_notify(self.session_id))
+        return undo
+
+    def unbind(self, undo: list) -> None:
+        for step in reversed(undo):
+            with contextlib.suppress(Exception):
+                step()
+        self.sink = None
+
+

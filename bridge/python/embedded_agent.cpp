@@ -1,0 +1,216 @@
+#include "bridge/python/embedded_agent.hpp"
+
+#include <pybind11/embed.h>
+
+#include <atomic>
+#include <cstddef>
+#include <string_view>
+
+namespace py = pybind11;
+
+namespace hb::bridge {
+
+// Generated from bridge/python/*.py, in load order (see CMakeLists.txt).
+struct embedded_module {
+  const char* name;
+  const char* source;
+};
+extern const embedded_module embedded_modules[];
+extern const std::size_t embedded_module_count;
+
+namespace {
+
+std::atomic<bool> running{false};
+
+py::object& adapter() {
+  static py::object module; // lives until the process exits; never finalized
+  return module;
+}
+
+// A Python exception as the wire reports it: class name and str(exc).
+protocol::wire_error to_wire_error(const py::error_already_set& e) {
+  std::string type = "RuntimeError";
+  std::string message;
+  try {
+    type = py::str(e.type().attr("__name__"));
+    message = py::str(e.value());
+  } catch (...) {
+    message = e.what();
+  }
+  return protocol::wire_error(type, message);
+}
+
+// Python's str may hold lone surrogates, which have no UTF-8 form.
+std::string utf8_of(const py::handle& text) {
+  Py_ssize_t size = 0;
+  const char* data = PyUnicode_AsUTF8AndSize(text.ptr(), &size);
+  if (data)
+    return std::string(data, static_cast<size_t>(size));
+  PyErr_Clear();
+  py::object cleaned = adapter().attr("clean_text")(text);
+  return cleaned.cast<std::string>();
+}
+
+} // namespace
+
+// The sink as Python sees it. Waiting calls drop the GIL so the agent's
+// other threads (and other sessions) keep running.
+PYBIND11_EMBEDDED_MODULE(hermes_bridge_native, m) {
+  py::class_<turn_sink, std::shared_ptr<turn_sink>>(m, "Sink")
+    .def("delta", [](turn_sink& s, const py::str& text) {
+      std::string t = utf8_of(text);
+      py::gil_scoped_release nogil;
+      s.delta(std::move(t));
+    })
+    .def("event", [](turn_sink& s, const py::str& json) {
+      std::string j = utf8_of(json);
+      py::gil_scoped_release nogil;
+      s.event(std::move(j));
+    })
+    .def("ask_approval", [](turn_sink& s, const std::string& req, double timeout_s) {
+      py::gil_scoped_release nogil;
+      return s.ask_approval(req, timeout_s);
+    })
+    .def("ask_compression", [](turn_sink& s, const std::string& req, double timeout_s) {
+      py::gil_scoped_release nogil;
+      return s.ask_compression(req, timeout_s);
+    })
+    .def("gateway_notify", [](turn_sink& s, const std::string& req, double timeout_s) {
+      py::gil_scoped_release nogil;
+      s.gateway_notify(req, timeout_s);
+    });
+}
+
+std::string python_runtime::start(const std::string& agent_root, const std::string& hermes_home) {
+  PyConfig config;
+  PyConfig_InitPythonConfig(&config);
+  // Debian's interpreter, whatever python3 is first on PATH: subprocesses the
+  // agent starts through sys.executable must find the same site-packages.
+  PyConfig_SetString(&config, &config.program_name, L"/usr/bin/python3");
+  PyConfig_SetString(&config, &config.executable, L"/usr/bin/python3");
+  config.parse_argv = 0;
+  config.install_signal_handlers = 0; // SIGINT/SIGTERM belong to the daemon
+  new py::scoped_interpreter(&config); // deliberately never finalized
+  running = true;
+  try {
+    auto sys = py::module_::import("sys");
+    py::list path = sys.attr("path");
+    if (py::len(path) > 0 && py::str(path[0]).cast<std::string>().empty())
+      path.attr("pop")(0); // never import stray modules from the daemon's cwd
+    py::module_::import("hermes_bridge_native");
+    py::object module_type = py::module_::import("types").attr("ModuleType");
+    for (std::size_t i = 0; i < embedded_module_count; ++i) {
+      const auto& m = embedded_modules[i];
+      py::object module = module_type(m.name);
+      module.attr("__file__") = std::string("<hermes-bridge>/") + m.name + ".py";
+      sys.attr("modules")[m.name] = module;
+      py::exec(m.source, module.attr("__dict__"));
+      adapter() = module; // the last one is the adapter the daemon calls
+    }
+    py::dict info = adapter().attr("configure")(agent_root, hermes_home);
+    return py::str(info["agent_root"]);
+  } catch (const py::error_already_set& e) {
+    throw to_wire_error(e);
+  }
+}
+
+void python_runtime::release_main_thread() {
+  PyEval_SaveThread(); // the GIL is taken per call from now on
+}
+
+bool python_runtime::started() { return running; }
+
+struct agent_session::impl {
+  py::object session;
+};
+
+agent_session::agent_session(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
+
+agent_session::~agent_session() {
+  if (!impl_)
+    return;
+  py::gil_scoped_acquire gil;
+  try {
+    adapter().attr("release")(impl_->session);
+  } catch (const py::error_already_set&) {
+    // A failing close() must not take the daemon with it.
+  }
+  impl_->session = py::object();
+}
+
+std::shared_ptr<agent_session> agent_session::create(const std::string& session_id,
+                                                     const std::string& profile,
+                                                     const std::string& model,
+                                                     const std::string& provider,
+                                                     std::string& config_json) {
+  py::gil_scoped_acquire gil;
+  try {
+    py::tuple made = adapter().attr("create_session")(session_id, profile, model, provider);
+    auto p = std::make_unique<impl>();
+    p->session = made[0];
+    config_json = made[1].cast<std::string>();
+    return std::shared_ptr<agent_session>(new agent_session(std::move(p)));
+  } catch (const py::error_already_set& e) {
+    throw to_wire_error(e);
+  }
+}
+
+std::string agent_session::run_turn(const std::shared_ptr<turn_sink>& sink,
+                                    const std::string& request_json) {
+  py::gil_scoped_acquire gil;
+  try {
+    py::object out = adapter().attr("run_turn")(impl_->session, sink, request_json);
+    return utf8_of(out);
+  } catch (const py::error_already_set& e) {
+    auto err = to_wire_error(e);
+    // run_turn catches everything itself; this is the adapter failing.
+    py::object to_json = adapter().attr("to_json");
+    py::dict outcome;
+    outcome["status"] = "error";
+    outcome["error"] = err.what();
+    py::dict result;
+    result["error"] = err.what();
+    result["traceback"] = err.type + ": " + err.what();
+    outcome["result"] = result;
+    outcome["history"] = py::none();
+    return to_json(outcome).cast<std::string>();
+  }
+}
+
+void agent_session::prepare_turn() {
+  py::gil_scoped_acquire gil;
+  try {
+    adapter().attr("prepare_turn")(impl_->session);
+  } catch (const py::error_already_set&) {
+    // An agent without clear_interrupt() simply has nothing to clear.
+  }
+}
+
+void agent_session::interrupt(const std::string& message_json) {
+  py::gil_scoped_acquire gil;
+  try {
+    adapter().attr("interrupt")(impl_->session, message_json);
+  } catch (const py::error_already_set& e) {
+    throw to_wire_error(e);
+  }
+}
+
+bool agent_session::steer(const std::string& text) {
+  py::gil_scoped_acquire gil;
+  try {
+    return adapter().attr("steer")(impl_->session, text).cast<bool>();
+  } catch (const py::error_already_set& e) {
+    throw to_wire_error(e);
+  }
+}
+
+int resolve_gateway_approval(const std::string& session_id, const std::string& choice) {
+  py::gil_scoped_acquire gil;
+  try {
+    return adapter().attr("resolve_gateway")(session_id, choice).cast<int>();
+  } catch (const py::error_already_set&) {
+    return 0;
+  }
+}
+
+} // namespace hb::bridge

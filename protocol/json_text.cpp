@@ -1,0 +1,373 @@
+#include "protocol/json_text.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+namespace hb::protocol {
+
+namespace {
+
+// Length of the well-formed UTF-8 sequence at s[i], or 0 when ill-formed.
+size_t utf8_sequence_length(std::string_view s, size_t i) {
+  auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  unsigned char c = byte(i);
+  if (c < 0x80)
+    return 1;
+  size_t len;
+  unsigned char lo = 0x80, hi = 0xBF;
+  if (c >= 0xC2 && c <= 0xDF) {
+    len = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    len = 3;
+    if (c == 0xE0)
+      lo = 0xA0;
+    if (c == 0xED)
+      hi = 0x9F; // UTF-16 surrogates are not characters
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    len = 4;
+    if (c == 0xF0)
+      lo = 0x90;
+    if (c == 0xF4)
+      hi = 0x8F;
+  } else {
+    return 0;
+  }
+  if (i + len > s.size())
+    return 0;
+  if (byte(i + 1) < lo || byte(i + 1) > hi)
+    return 0;
+  for (size_t k = 2; k < len; ++k)
+    if (byte(i + k) < 0x80 || byte(i + k) > 0xBF)
+      return 0;
+  return len;
+}
+
+const char* hex = "0123456789abcdef";
+
+void append_u_escape(std::string& out, unsigned code) {
+  out += "\\u00";
+  out += hex[(code >> 4) & 0xF];
+  out += hex[code & 0xF];
+}
+
+} // namespace
+
+std::string to_valid_utf8(std::string_view bytes) {
+  std::string out;
+  out.reserve(bytes.size());
+  for (size_t i = 0; i < bytes.size();) {
+    size_t n = utf8_sequence_length(bytes, i);
+    if (n == 0) {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    } else {
+      out.append(bytes.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
+}
+
+void append_quoted(std::string& out, std::string_view s) {
+  out += '"';
+  for (char ch : s) {
+    auto c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      default:
+        if (c < 0x20)
+          append_u_escape(out, c);
+        else
+          out += ch;
+    }
+  }
+  out += '"';
+}
+
+void append_double(std::string& out, double value) {
+  if (!std::isfinite(value)) {
+    out += "null";
+    return;
+  }
+  // Shortest round-trip digits, then laid out the way Python's float repr
+  // does: positional for exponents -4..15, scientific otherwise.
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof buf, value, std::chars_format::scientific);
+  std::string_view sci(buf, static_cast<size_t>(res.ptr - buf));
+  bool negative = sci.front() == '-';
+  if (negative)
+    sci.remove_prefix(1);
+  auto e_pos = sci.find('e');
+  std::string digits;
+  for (char c : sci.substr(0, e_pos))
+    if (c != '.')
+      digits += c;
+  int exponent = std::atoi(std::string(sci.substr(e_pos + 1)).c_str());
+  while (digits.size() > 1 && digits.back() == '0')
+    digits.pop_back();
+  if (negative)
+    out += '-';
+  int decpt = exponent + 1; // digits are 0.d1d2... x 10^decpt
+  if (decpt > -4 && decpt <= 16) {
+    if (decpt <= 0) {
+      out += "0.";
+      out.append(static_cast<size_t>(-decpt), '0');
+      out += digits;
+    } else if (static_cast<size_t>(decpt) >= digits.size()) {
+      out += digits;
+      out.append(static_cast<size_t>(decpt) - digits.size(), '0');
+      out += ".0";
+    } else {
+      out += digits.substr(0, static_cast<size_t>(decpt));
+      out += '.';
+      out += digits.substr(static_cast<size_t>(decpt));
+    }
+    return;
+  }
+  out += digits[0];
+  if (digits.size() > 1) {
+    out += '.';
+    out += digits.substr(1);
+  }
+  char exp_buf[16];
+  std::snprintf(exp_buf, sizeof exp_buf, "e%c%02d", exponent < 0 ? '-' : '+',
+                std::abs(exponent));
+  out += exp_buf;
+}
+
+void dump_to(std::string& out, const json& v) {
+  switch (v.type()) {
+    case json::value_t::null:
+    case json::value_t::discarded:
+      out += "null";
+      break;
+    case json::value_t::boolean:
+      out += v.get<bool>() ? "true" : "false";
+      break;
+    case json::value_t::number_integer:
+      out += std::to_string(v.get<int64_t>());
+      break;
+    case json::value_t::number_unsigned:
+      out += std::to_string(v.get<uint64_t>());
+      break;
+    case json::value_t::number_float:
+      append_double(out, v.get<double>());
+      break;
+    case json::value_t::string:
+      append_quoted(out, v.get_ref<const std::string&>());
+      break;
+    case json::value_t::array: {
+      out += '[';
+      bool first = true;
+      for (const auto& item : v) {
+        if (!first)
+          out += ", ";
+        first = false;
+        dump_to(out, item);
+      }
+      out += ']';
+      break;
+    }
+    case json::value_t::object: {
+      out += '{';
+      bool first = true;
+      for (auto it = v.begin(); it != v.end(); ++it) {
+        if (!first)
+          out += ", ";
+        first = false;
+        append_quoted(out, it.key());
+        out += ": ";
+        dump_to(out, it.value());
+      }
+      out += '}';
+      break;
+    }
+    case json::value_t::binary:
+      out += "null";
+      break;
+  }
+}
+
+std::string dumps(const json& value) {
+  std::string out;
+  dump_to(out, value);
+  return out;
+}
+
+bool py_truthy(const json& v) {
+  switch (v.type()) {
+    case json::value_t::null: return false;
+    case json::value_t::boolean: return v.get<bool>();
+    case json::value_t::number_integer: return v.get<int64_t>() != 0;
+    case json::value_t::number_unsigned: return v.get<uint64_t>() != 0;
+    case json::value_t::number_float: return v.get<double>() != 0.0;
+    case json::value_t::string: return !v.get_ref<const std::string&>().empty();
+    case json::value_t::array:
+    case json::value_t::object: return !v.empty();
+    default: return false;
+  }
+}
+
+std::string py_repr_string(std::string_view s) {
+  // Python prefers single quotes and switches to double quotes only when the
+  // text holds a single quote and no double quote.
+  bool has_single = s.find('\'') != std::string_view::npos;
+  bool has_double = s.find('"') != std::string_view::npos;
+  char quote = (has_single && !has_double) ? '"' : '\'';
+  std::string out(1, quote);
+  for (char ch : s) {
+    auto c = static_cast<unsigned char>(ch);
+    if (ch == quote || ch == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (ch == '\n') {
+      out += "\\n";
+    } else if (ch == '\r') {
+      out += "\\r";
+    } else if (ch == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7F) {
+      out += "\\x";
+      out += hex[(c >> 4) & 0xF];
+      out += hex[c & 0xF];
+    } else {
+      out += ch;
+    }
+  }
+  out += quote;
+  return out;
+}
+
+std::string py_repr(const json& v) {
+  switch (v.type()) {
+    case json::value_t::null: return "None";
+    case json::value_t::boolean: return v.get<bool>() ? "True" : "False";
+    case json::value_t::string: return py_repr_string(v.get_ref<const std::string&>());
+    case json::value_t::array: {
+      std::string out = "[";
+      bool first = true;
+      for (const auto& item : v) {
+        if (!first)
+          out += ", ";
+        first = false;
+        out += py_repr(item);
+      }
+      return out + "]";
+    }
+    case json::value_t::object: {
+      std::string out = "{";
+      bool first = true;
+      for (auto it = v.begin(); it != v.end(); ++it) {
+        if (!first)
+          out += ", ";
+        first = false;
+        out += py_repr_string(it.key()) + ": " + py_repr(it.value());
+      }
+      return out + "}";
+    }
+    case json::value_t::number_float: {
+      double d = v.get<double>();
+      if (std::isnan(d))
+        return "nan";
+      if (std::isinf(d))
+        return d > 0 ? "inf" : "-inf";
+      std::string out;
+      append_double(out, d);
+      return out;
+    }
+    default: return dumps(v);
+  }
+}
+
+std::string py_str(const json& v) {
+  if (v.is_string())
+    return v.get<std::string>();
+  return py_repr(v);
+}
+
+std::string py_strip(std::string_view text) {
+  auto is_space = [](unsigned char c) {
+    return c == ' ' || (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x1F);
+  };
+  size_t b = 0, e = text.size();
+  while (b < e && is_space(static_cast<unsigned char>(text[b])))
+    ++b;
+  while (e > b && is_space(static_cast<unsigned char>(text[e - 1])))
+    --e;
+  return std::string(text.substr(b, e - b));
+}
+
+std::string py_lower(std::string_view text) {
+  std::string out(text);
+  for (auto& c : out)
+    if (c >= 'A' && c <= 'Z')
+      c = static_cast<char>(c - 'A' + 'a');
+  return out;
+}
+
+object_writer::object_writer() : out_("{") {}
+
+void object_writer::key(std::string_view k) {
+  if (!first_)
+    out_ += ", ";
+  first_ = false;
+  append_quoted(out_, k);
+  out_ += ": ";
+}
+
+object_writer& object_writer::raw(std::string_view k, std::string_view text) {
+  key(k);
+  out_ += text;
+  return *this;
+}
+
+object_writer& object_writer::str(std::string_view k, std::string_view v) {
+  key(k);
+  append_quoted(out_, v);
+  return *this;
+}
+
+object_writer& object_writer::integer(std::string_view k, int64_t v) {
+  key(k);
+  out_ += std::to_string(v);
+  return *this;
+}
+
+object_writer& object_writer::number(std::string_view k, double v) {
+  key(k);
+  append_double(out_, v);
+  return *this;
+}
+
+object_writer& object_writer::boolean(std::string_view k, bool v) {
+  key(k);
+  out_ += v ? "true" : "false";
+  return *this;
+}
+
+object_writer& object_writer::null(std::string_view k) {
+  key(k);
+  out_ += "null";
+  return *this;
+}
+
+object_writer& object_writer::value(std::string_view k, const json& v) {
+  key(k);
+  dump_to(out_, v);
+  return *this;
+}
+
+std::string object_writer::finish() {
+  out_ += '}';
+  return std::move(out_);
+}
+
+} // namespace hb::protocol

@@ -1,0 +1,66 @@
+#include "storage/log_reader.hpp"
+
+namespace hb::storage {
+
+log_reader::log_reader(const std::string& path)
+  : db_(path, SQLite::OPEN_READONLY | SQLite::OPEN_FULLMUTEX) {
+  db_.setBusyTimeout(5000);
+  run_ = std::make_unique<SQLite::Statement>(
+    db_, "SELECT run_no, session_id, status, started_at, ended_at, result, error"
+         " FROM runs WHERE run_id=?");
+  deltas_ = std::make_unique<SQLite::Statement>(
+    db_, "SELECT text FROM deltas WHERE run_no=? ORDER BY seq");
+  events_ = std::make_unique<SQLite::Statement>(
+    db_, "SELECT body FROM events WHERE run_no=? AND seq>=? ORDER BY seq");
+  event_count_ = std::make_unique<SQLite::Statement>(
+    db_, "SELECT coalesce(max(seq) + 1, 0) FROM events WHERE run_no=?");
+}
+
+std::optional<run_snapshot> log_reader::read_run(const std::string& run_id, int64_t event_from) {
+  // One read transaction: every SELECT below sees the same committed state.
+  SQLite::Transaction snapshot(db_);
+  struct reset_all {
+    log_reader* r;
+    ~reset_all() {
+      r->run_->reset();
+      r->deltas_->reset();
+      r->events_->reset();
+      r->event_count_->reset();
+    }
+  } guard{this};
+
+  run_->bind(1, run_id);
+  if (!run_->executeStep())
+    return std::nullopt;
+  run_snapshot snap;
+  int64_t run_no = run_->getColumn(0).getInt64();
+  snap.run_id = run_id;
+  snap.session_id = run_->getColumn(1).getString();
+  snap.status = run_->getColumn(2).getString();
+  snap.started_at = run_->getColumn(3).getDouble();
+  if (!run_->getColumn(4).isNull())
+    snap.ended_at = run_->getColumn(4).getDouble();
+  if (!run_->getColumn(5).isNull())
+    snap.result = run_->getColumn(5).getString();
+  if (!run_->getColumn(6).isNull())
+    snap.error = run_->getColumn(6).getString();
+
+  deltas_->bind(1, run_no);
+  while (deltas_->executeStep())
+    snap.deltas.push_back(deltas_->getColumn(0).getString());
+
+  event_count_->bind(1, run_no);
+  event_count_->executeStep();
+  snap.event_count = event_count_->getColumn(0).getInt64();
+
+  if (event_from < snap.event_count) {
+    events_->bind(1, run_no);
+    events_->bind(2, event_from < 0 ? int64_t{0} : event_from);
+    while (events_->executeStep())
+      snap.events.push_back(events_->getColumn(0).getString());
+  }
+  snapshot.commit();
+  return snap;
+}
+
+} // namespace hb::storage

@@ -1,0 +1,41 @@
+// Read-only access to the event log. Each read is one SQLite read
+// transaction, so a run's status, deltas and events always come from the same
+// committed snapshot: a client can never see `done` without the last delta.
+#pragma once
+
+#include <SQLiteCpp/SQLiteCpp.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hb::storage {
+
+struct run_snapshot {
+  std::string run_id;
+  std::string session_id;
+  std::string status;
+  double started_at = 0;
+  std::optional<double> ended_at;
+  std::optional<std::string> result; // JSON text
+  std::optional<std::string> error;
+  std::vector<std::string> deltas;   // every delta, from the first
+  std::vector<std::string> events;   // event bodies from the requested cursor on
+  int64_t event_count = 0;           // all events of the run
+};
+
+class log_reader {
+public:
+  explicit log_reader(const std::string& path);
+
+  // Deltas from 0 and events from event_from (clamped to the run's count).
+  std::optional<run_snapshot> read_run(const std::string& run_id, int64_t event_from);
+
+private:
+  SQLite::Database db_;
+  std::unique_ptr<SQLite::Statement> run_, deltas_, events_, event_count_;
+};
+
+} // namespace hb::storage

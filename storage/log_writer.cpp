@@ -1,0 +1,177 @@
+#include "storage/log_writer.hpp"
+
+#include "storage/schema.hpp"
+
+#include <stdexcept>
+
+namespace hb::storage {
+
+void prepare_log(SQLite::Database& db, const writer_options& options) {
+  db.setBusyTimeout(5000);
+  std::string mode = db.execAndGet("PRAGMA journal_mode=WAL").getString();
+  if (mode != "wal")
+    throw std::runtime_error("event log: cannot switch to WAL mode (got " + mode + ")");
+  const std::string& sync = options.synchronous;
+  if (sync != "OFF" && sync != "NORMAL" && sync != "FULL" && sync != "EXTRA")
+    throw std::runtime_error("event log: synchronous must be OFF, NORMAL, FULL or EXTRA, not " + sync);
+  db.exec("PRAGMA synchronous=" + sync);
+  db.exec(schema_sql);
+  SQLite::Statement get(db, "SELECT value FROM meta WHERE key='schema_version'");
+  if (get.executeStep()) {
+    int found = std::stoi(get.getColumn(0).getString());
+    if (found > schema_version)
+      throw std::runtime_error("event log " + db.getFilename() + " has schema version " +
+                               std::to_string(found) + ", newer than this hermes-bridge (" +
+                               std::to_string(schema_version) +
+                               "); upgrade hermes-bridge or point --db at another file");
+  } else {
+    db.exec("INSERT INTO meta(key, value) VALUES('schema_version', '" +
+            std::to_string(schema_version) + "')");
+  }
+}
+
+log_writer::log_writer(const std::string& path, const writer_options& options)
+  : db_(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE | SQLite::OPEN_FULLMUTEX) {
+  prepare_log(db_, options);
+  insert_run_ = std::make_unique<SQLite::Statement>(
+    db_, "INSERT INTO runs(run_id, session_id, status, started_at) VALUES(?, ?, 'running', ?)");
+  insert_delta_ = std::make_unique<SQLite::Statement>(
+    db_, "INSERT INTO deltas(run_no, seq, at, text) VALUES(?, ?, ?, ?)");
+  insert_event_ = std::make_unique<SQLite::Statement>(
+    db_, "INSERT INTO events(run_no, seq, at, body) VALUES(?, ?, ?, ?)");
+  finish_run_ = std::make_unique<SQLite::Statement>(
+    db_, "UPDATE runs SET status=?, result=?, error=?, ended_at=? WHERE run_no=?");
+  upsert_session_ = std::make_unique<SQLite::Statement>(
+    db_,
+    "INSERT INTO sessions(session_id, created_at, last_used_at, config, history, message_count, destroyed)"
+    " VALUES(?, ?, ?, ?, ?, ?, ?) ON CONFLICT(session_id) DO UPDATE SET"
+    " created_at=excluded.created_at, last_used_at=excluded.last_used_at, config=excluded.config,"
+    " history=excluded.history, message_count=excluded.message_count, destroyed=excluded.destroyed");
+}
+
+void log_writer::begin() {
+  if (!in_tx_) {
+    db_.exec("BEGIN");
+    in_tx_ = true;
+  }
+}
+
+log_writer::open_run_state* log_writer::find(const std::string& run_id) {
+  auto it = runs_.find(run_id);
+  return it == runs_.end() ? nullptr : &it->second;
+}
+
+void log_writer::open_run(const std::string& run_id, const std::string& session_id,
+                          double started_at) {
+  begin();
+  insert_run_->bind(1, run_id);
+  insert_run_->bind(2, session_id);
+  insert_run_->bind(3, started_at);
+  insert_run_->exec();
+  insert_run_->reset();
+  runs_[run_id] = open_run_state{db_.getLastInsertRowid()};
+  ++pending_rows_;
+}
+
+bool log_writer::append_delta(const std::string& run_id, const std::string& text, double at) {
+  auto* run = find(run_id);
+  if (!run)
+    return false;
+  begin();
+  insert_delta_->bind(1, run->run_no);
+  insert_delta_->bind(2, run->next_delta);
+  insert_delta_->bind(3, at);
+  insert_delta_->bindNoCopy(4, text); // TEXT, not BLOB: readable in the sqlite3 shell
+  insert_delta_->exec();
+  insert_delta_->reset();
+  ++run->next_delta;
+  ++pending_rows_;
+  return true;
+}
+
+void log_writer::insert_event(open_run_state& run, const std::string& body, double at) {
+  begin();
+  insert_event_->bind(1, run.run_no);
+  insert_event_->bind(2, run.next_event);
+  insert_event_->bind(3, at);
+  insert_event_->bindNoCopy(4, body);
+  insert_event_->exec();
+  insert_event_->reset();
+  ++run.next_event;
+  ++pending_rows_;
+}
+
+bool log_writer::append_event(const std::string& run_id, const std::string& body, double at) {
+  auto* run = find(run_id);
+  if (!run)
+    return false;
+  insert_event(*run, body, at);
+  return true;
+}
+
+void log_writer::close_run(const std::string& run_id, std::string_view status,
+                           const std::optional<std::string>& result,
+                           const std::optional<std::string>& error, double ended_at) {
+  auto* run = find(run_id);
+  if (!run)
+    return;
+  begin();
+  finish_run_->bind(1, std::string(status));
+  if (result)
+    finish_run_->bind(2, *result);
+  else
+    finish_run_->bind(2);
+  if (error)
+    finish_run_->bind(3, *error);
+  else
+    finish_run_->bind(3);
+  finish_run_->bind(4, ended_at);
+  finish_run_->bind(5, run->run_no);
+  finish_run_->exec();
+  finish_run_->reset();
+  runs_.erase(run_id);
+  ++pending_rows_;
+}
+
+void log_writer::put_session(const session_row& row) {
+  begin();
+  upsert_session_->bind(1, row.session_id);
+  upsert_session_->bind(2, row.created_at);
+  upsert_session_->bind(3, row.last_used_at);
+  upsert_session_->bind(4, row.config);
+  upsert_session_->bind(5, row.history);
+  upsert_session_->bind(6, row.message_count);
+  upsert_session_->bind(7, row.destroyed ? 1 : 0);
+  upsert_session_->exec();
+  upsert_session_->reset();
+  ++pending_rows_;
+}
+
+size_t log_writer::commit() {
+  if (!in_tx_)
+    return 0;
+  db_.exec("COMMIT");
+  in_tx_ = false;
+  size_t n = pending_rows_;
+  pending_rows_ = 0;
+  return n;
+}
+
+void log_writer::rollback() {
+  if (in_tx_) {
+    try {
+      db_.exec("ROLLBACK");
+    } catch (const SQLite::Exception&) {
+      // SQLite may already have rolled back on its own (e.g. SQLITE_FULL).
+    }
+  }
+  in_tx_ = false;
+  pending_rows_ = 0;
+  insert_run_->reset();
+  insert_delta_->reset();
+  insert_event_->reset();
+  finish_run_->reset();
+  upsert_session_->reset();
+}
+
+} // namespace hb::storage

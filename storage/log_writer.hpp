@@ -1,0 +1,75 @@
+// The only writer of the event log. Appends go into one open transaction;
+// commit() makes everything since the last commit visible at once, which is
+// what lets the caller batch (group commit) and what makes a run's terminal
+// status arrive together with its last events.
+#pragma once
+
+#include <SQLiteCpp/SQLiteCpp.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+namespace hb::storage {
+
+struct writer_options {
+  // "NORMAL" survives a process crash (kill -9) in WAL mode; "FULL" also an
+  // OS crash or power loss, at the price of an fsync per commit.
+  std::string synchronous = "NORMAL";
+};
+
+struct session_row {
+  std::string session_id;
+  double created_at = 0;
+  double last_used_at = 0;
+  std::string config;  // JSON object
+  std::string history; // JSON array
+  int64_t message_count = 0;
+  bool destroyed = false;
+};
+
+class log_writer {
+public:
+  log_writer(const std::string& path, const writer_options& options = {});
+
+  void open_run(const std::string& run_id, const std::string& session_id, double started_at);
+  // Returns false for a run that is not open (late callbacks after its end).
+  bool append_delta(const std::string& run_id, const std::string& text, double at);
+  bool append_event(const std::string& run_id, const std::string& body, double at);
+  void close_run(const std::string& run_id, std::string_view status,
+                 const std::optional<std::string>& result,
+                 const std::optional<std::string>& error, double ended_at);
+  void put_session(const session_row& row);
+
+  // Commits the open transaction, if any. Returns the number of rows it held.
+  size_t commit();
+  // Throws away the open transaction (after a failed statement).
+  void rollback();
+  size_t pending_rows() const { return pending_rows_; }
+
+private:
+  struct open_run_state {
+    int64_t run_no;
+    int64_t next_delta = 0;
+    int64_t next_event = 0;
+  };
+  void begin();
+  open_run_state* find(const std::string& run_id);
+  void insert_event(open_run_state& run, const std::string& body, double at);
+
+  SQLite::Database db_;
+  std::unique_ptr<SQLite::Statement> insert_run_, insert_delta_, insert_event_, finish_run_,
+    upsert_session_;
+  std::unordered_map<std::string, open_run_state> runs_;
+  bool in_tx_ = false;
+  size_t pending_rows_ = 0;
+};
+
+// Opens (creating if needed) a log, checks its schema version, sets WAL.
+// Throws std::runtime_error with a clear message for a newer schema.
+void prepare_log(SQLite::Database& db, const writer_options& options);
+
+} // namespace hb::storage

@@ -1,0 +1,50 @@
+// The event log's tables. FORMAT.md next to this file explains every column
+// and the invariants; keep the two in step.
+#pragma once
+
+namespace hb::storage {
+
+constexpr int schema_version = 1;
+
+constexpr const char* schema_sql = R"SQL(
+CREATE TABLE IF NOT EXISTS meta(
+  key   TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sessions(
+  session_id    TEXT PRIMARY KEY,
+  created_at    REAL NOT NULL,
+  last_used_at  REAL NOT NULL,
+  config        TEXT NOT NULL,
+  history       TEXT NOT NULL DEFAULT '[]',
+  message_count INTEGER NOT NULL DEFAULT 0,
+  destroyed     INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS runs(
+  run_no     INTEGER PRIMARY KEY,
+  run_id     TEXT NOT NULL UNIQUE,
+  session_id TEXT NOT NULL,
+  status     TEXT NOT NULL,
+  started_at REAL NOT NULL,
+  ended_at   REAL,
+  result     TEXT,
+  error      TEXT
+);
+CREATE INDEX IF NOT EXISTS runs_by_session ON runs(session_id, run_no);
+CREATE TABLE IF NOT EXISTS deltas(
+  run_no INTEGER NOT NULL,
+  seq    INTEGER NOT NULL,
+  at     REAL NOT NULL,
+  text   TEXT NOT NULL,
+  PRIMARY KEY(run_no, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS events(
+  run_no INTEGER NOT NULL,
+  seq    INTEGER NOT NULL,
+  at     REAL NOT NULL,
+  body   TEXT NOT NULL,
+  PRIMARY KEY(run_no, seq)
+) WITHOUT ROWID;
+)SQL";
+
+} // namespace hb::storage

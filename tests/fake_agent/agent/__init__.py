@@ -1,0 +1,1 @@
+"""Fake `agent` package: only prompt_builder is provided."""

@@ -1,0 +1,1 @@
+"""Helpers of the fake agent that have no counterpart in the real one."""

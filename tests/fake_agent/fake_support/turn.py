@@ -1,0 +1,231 @@
+"""One run_conversation: executes the scripted steps on the turn thread."""
+
+import json
+import os
+import sys
+import threading
+import time
+
+from fake_support import eventlog
+from fake_support.script import message_text, parse, split_first, word_chunks
+from fake_support.streaming import run_api_call
+from tools import approval, terminal_tool
+
+APPROVAL_CHOICES = ("once", "session", "always", "deny")
+INTERRUPT_POLL_SECONDS = 0.02
+
+
+class TurnInterrupted(Exception):
+    """Unwinds the step loop when the interrupt flag is seen."""
+
+
+def _truthy(value) -> bool:
+    return str(value or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+class Turn:
+    def __init__(self, agent, user_message, system_message, history, stream_callback,
+                 persist_user_message):
+        self.agent = agent
+        self.system_message = system_message
+        self.history = list(history or [])
+        self.stream_callback = stream_callback
+        self.text = message_text(user_message)
+        stored = persist_user_message if persist_user_message is not None else user_message
+        # History is copied, never mutated, like the real agent.
+        self.messages = [dict(m) if isinstance(m, dict) else m for m in self.history]
+        self.messages.append({"role": "user", "content": stored})
+        self.flush_base = len(self.history)  # rows before this are the caller's history
+        self.final_response = ""
+        self.api_calls = 0
+        self.output_tokens = 0
+        self.extra = {}
+        self._steps = {
+            "echo": lambda arg: self._api_call("echo: " + arg),
+            "say": self._api_call,
+            "stream": self._step_stream,
+            "tool": self._step_tool,
+            "danger": lambda arg: self._step_approval(arg, "auto"),
+            "approve-cli": lambda arg: self._step_approval(arg, "cli"),
+            "approve-gw": lambda arg: self._step_approval(arg, "gw"),
+            "compress": self._step_compress,
+            "sleep": lambda arg: self._sleep(int(arg), check=True),
+            "hang": lambda arg: self._sleep(int(arg), check=False),
+            "raise": self._step_raise,
+            "status": lambda arg: self.agent._emit("status_callback", *split_first(arg)),
+            "think": lambda arg: self.agent._emit("thinking_callback", arg),
+            "reason": lambda arg: self.agent._emit("reasoning_callback", arg),
+            "env": lambda arg: self._api_call(f"{arg}={os.environ.get(arg, '<unset>')} "),
+            "sysmsg": lambda arg: self._api_call(f"system={self.system_message} "),
+            "history": lambda arg: self._api_call(f"history={len(self.history)} "),
+            "cwd": lambda arg: self._api_call(os.getcwd()),
+            "surrogate": lambda arg: self._api_call(deltas=["bad\ud800text "]),
+            "nan": lambda arg: self.extra.__setitem__("score", float("nan")),
+            "steer-wait": self._step_steer_wait,
+            "print": lambda arg: print(arg, file=sys.stdout, flush=True),
+            "leak-thread": self._step_leak_thread,
+        }
+
+    def run(self) -> bool:
+        """Run every step; return True if the turn was interrupted."""
+        try:
+            for verb, arg in parse(self.text):
+                self._check_interrupt()  # also catches a stale interrupt from before the turn
+                step = self._steps.get(verb)
+                if step is None:
+                    raise RuntimeError(f"fake agent: unknown script step {verb!r}")
+                step(arg)
+        except TurnInterrupted:
+            return True
+        return False
+
+    def result(self, interrupted) -> dict:
+        agent = self.agent
+        result = {
+            "final_response": self.final_response,
+            "last_reasoning": None,
+            "messages": self.messages,
+            "api_calls": self.api_calls,
+            "completed": True,
+            "turn_exit_reason": "interrupted_during_api_call" if interrupted else "text_response",
+            "failed": False,
+            "partial": False,
+            "interrupted": interrupted,
+            "model": agent.model,
+            "provider": agent.provider,
+            "session_id": agent.session_id,
+            "input_tokens": 10,
+            "output_tokens": self.output_tokens,
+        }
+        result.update(self.extra)
+        return result
+
+    # -- building blocks ---------------------------------------------------
+
+    def _check_interrupt(self) -> None:
+        if self.agent._interrupt_requested:
+            raise TurnInterrupted()
+
+    def _sleep(self, ms, check) -> None:
+        if not check:
+            time.sleep(ms / 1000.0)  # "hang": deliberately deaf to interrupts
+            return
+        end = time.monotonic() + ms / 1000.0
+        while (left := end - time.monotonic()) > 0:
+            time.sleep(min(INTERRUPT_POLL_SECONDS, left))
+            self._check_interrupt()
+
+    def _api_call(self, text="", deltas=None, delay_s=0.0) -> None:
+        """One streamed model response; becomes an assistant message."""
+        self.api_calls += 1
+        chunks = word_chunks(text) if deltas is None else deltas
+        sent, count, interrupted = run_api_call(self.agent, chunks, delay_s, self.stream_callback)
+        self.output_tokens += count
+        self.final_response = sent  # partial text when interrupted
+        if interrupted:
+            raise TurnInterrupted()
+        if sent:
+            self.messages.append({"role": "assistant", "content": sent})
+            self.agent._emit("tool_progress_callback", "reasoning.available", "_thinking",
+                             sent[:500], None)
+
+    def _run_tool(self, name, arg, result) -> None:
+        """Tool execution on the turn thread, with the real callback order."""
+        agent = self.agent
+        call_id = agent._next_call_id()
+        args = {"arg": arg}
+        self.messages.append({"role": "assistant", "content": "", "tool_calls": [{
+            "id": call_id, "type": "function",
+            "function": {"name": name, "arguments": json.dumps(args)},
+        }]})
+        agent._emit("stream_delta_callback", None)  # end-of-segment sentinel
+        agent._emit("tool_progress_callback", "tool.started", name, arg[:40], args)
+        agent._emit("tool_start_callback", call_id, name, args)
+        agent._emit("tool_progress_callback", "tool.completed", name, None, None,
+                    duration=0.01, is_error=False, result=result)
+        agent._emit("tool_complete_callback", call_id, name, args, result)
+        content = result
+        steer = agent._drain_steer()
+        if steer:  # a steer rides on the tool result, as in the real agent
+            content += f"\n\n[OUT-OF-BAND USER MESSAGE]\n{steer}\n[/OUT-OF-BAND USER MESSAGE]"
+        self.messages.append({"role": "tool", "content": content, "tool_call_id": call_id,
+                              "tool_name": name})
+        agent._emit("step_callback", self.api_calls,
+                    [{"name": name, "result": result, "arguments": args}])
+
+    # -- steps -------------------------------------------------------------
+
+    def _step_stream(self, arg) -> None:
+        count, _, ms = arg.partition(" ")
+        deltas = [f"d{i} " for i in range(int(count))]
+        self._api_call(deltas=deltas, delay_s=int(ms or 0) / 1000.0)
+
+    def _step_tool(self, arg) -> None:
+        name, arg_text = split_first(arg)
+        self._run_tool(name, arg_text, f"ran {name}: {arg_text}")
+
+    def _step_approval(self, command, mode) -> None:
+        choice = self._ask_approval(command, mode)
+        self._api_call(f"choice={choice} ")
+        result = "BLOCKED: denied" if choice == "deny" else f"ran terminal: {command}"
+        self._run_tool("terminal", command, result)
+
+    def _ask_approval(self, command, mode) -> str:
+        key = approval.get_current_session_key()
+        if mode == "auto":
+            # Same precedence as the real guard: gateway queue, then CLI callback,
+            # then fail-open when nobody can be asked.
+            if _truthy(os.environ.get("HERMES_EXEC_ASK")) and approval.has_gateway_notify(key):
+                mode = "gw"
+            elif terminal_tool._get_approval_callback() is not None:
+                mode = "cli"
+            else:
+                return "once"
+        if mode == "gw":
+            data = {"command": command, "pattern_key": "fake_dangerous",
+                    "pattern_keys": ["fake_dangerous"], "description": "dangerous command",
+                    "allow_permanent": True}
+            return approval.wait_for_gateway_decision(
+                key, data, lambda: self.agent._interrupt_requested)
+        cb = terminal_tool._get_approval_callback()
+        if cb is None:
+            return "deny"
+        eventlog.log_callback("approval_callback")
+        try:
+            choice = cb(command, "dangerous command", allow_permanent=True)
+        except Exception:
+            return "deny"  # the real agent treats a failing callback as deny
+        return choice if choice in APPROVAL_CHOICES else "deny"
+
+    def _step_compress(self, arg) -> None:
+        # Attribute lookup, so a bridge's instance-level replacement runs.
+        # Exceptions propagate and fail the turn, as in the real agent.
+        messages, system_message = self.agent._compress_context(
+            list(self.messages), self.system_message, approx_tokens=1234, focus_topic="test")
+        self.messages = list(messages)
+        self.system_message = system_message
+        # The compacted list counts as persisted (the real method writes it to
+        # the DB itself); only what follows is flushed at turn end.
+        self.flush_base = len(self.messages)
+        self.agent._last_flushed_db_idx = len(self.messages)
+        self._api_call(f"compressed {len(messages)} system={system_message!r} ")
+
+    def _step_raise(self, arg) -> None:
+        raise RuntimeError(arg)
+
+    def _step_steer_wait(self, arg) -> None:
+        self._sleep(int(arg), check=True)
+        steer = self.agent._drain_steer()
+        self._api_call(f"steered={steer if steer else '<none>'} ")
+
+    def _step_leak_thread(self, arg) -> None:
+        agent = self.agent
+
+        def _late():
+            # Fires after the turn has returned: tests check the bridge copes
+            # with callbacks from stray threads.
+            time.sleep(0.3)
+            agent._emit("stream_delta_callback", "late ")
+            agent._emit("status_callback", "lifecycle", "late")
+
+        threading.Thread(target=_late, daemon=True).start()

@@ -1,0 +1,1 @@
+"""Fake `hermes_cli` package: config, runtime provider and toolset helpers."""

@@ -1,0 +1,207 @@
+"""Fake hermes-agent `run_agent`: AIAgent driven by scripts in the user message.
+
+No network, no model. See README.md for the script language. Threading,
+callback shapes, interrupt/steer semantics and result keys follow the real
+agent (docs: /work/shared/reference/hermes-agent.md).
+"""
+
+import functools
+import inspect
+import os
+import threading
+import time
+import uuid
+from datetime import datetime
+
+from agent.prompt_builder import PLATFORM_HINTS  # noqa: F401  (re-exported: same dict object)
+from fake_support import eventlog
+from fake_support.turn import Turn
+
+
+def _record_passed_kwargs(init):
+    """Remember which kwargs the caller actually passed, for the event log.
+
+    functools.wraps sets __wrapped__, so inspect.signature(AIAgent) still shows
+    the explicit parameter list; unknown kwargs still raise TypeError from the
+    wrapped __init__ itself.
+    """
+    names = list(inspect.signature(init).parameters)[1:]
+
+    @functools.wraps(init)
+    def wrapper(self, *args, **kwargs):
+        self._passed_kwargs = sorted(set(names[:len(args)]) | set(kwargs))
+        return init(self, *args, **kwargs)
+
+    return wrapper
+
+
+class AIAgent:
+    @_record_passed_kwargs
+    def __init__(self, base_url=None, api_key=None, provider=None, api_mode=None,
+                 acp_command=None, acp_args=None, model="", max_iterations=90,
+                 enabled_toolsets=None, disabled_toolsets=None, quiet_mode=False,
+                 verbose_logging=False, ephemeral_system_prompt=None, session_id=None,
+                 tool_progress_callback=None, tool_start_callback=None,
+                 tool_complete_callback=None, thinking_callback=None, reasoning_callback=None,
+                 clarify_callback=None, step_callback=None, stream_delta_callback=None,
+                 status_callback=None, reasoning_config=None, service_tier=None, platform=None,
+                 session_db=None, credential_pool=None):
+        # Deliberately no **kwargs: an unknown kwarg must fail like version skew does.
+        delay_ms = os.environ.get("FAKE_AGENT_INIT_DELAY_MS")
+        if delay_ms:
+            time.sleep(int(delay_ms) / 1000.0)
+        if model == "fail-init":
+            eventlog.log("init_failed", kwargs=self._passed_kwargs, model=model, pid=os.getpid())
+            raise RuntimeError("fake init failure for model fail-init")
+
+        self.base_url, self.api_key, self.api_mode = base_url, api_key, api_mode
+        self.provider, self.model, self.platform = provider, model, platform
+        self.max_iterations = max_iterations
+        self.enabled_toolsets, self.disabled_toolsets = enabled_toolsets, disabled_toolsets
+        self.quiet_mode, self.ephemeral_system_prompt = quiet_mode, ephemeral_system_prompt
+        self.reasoning_config, self.service_tier = reasoning_config, service_tier
+        self.credential_pool = credential_pool
+        self.session_id = session_id or (
+            datetime.now().strftime("%Y%m%d_%H%M%S_") + uuid.uuid4().hex[:6])
+        self.session_db = session_db
+        self._session_db = session_db  # the real agent's private name for it
+        self.compression_enabled = True
+        self._last_flushed_db_idx = 0
+
+        # Public attributes so bridges may also (re)assign them after construction.
+        self.tool_progress_callback = tool_progress_callback
+        self.tool_start_callback = tool_start_callback
+        self.tool_complete_callback = tool_complete_callback
+        self.thinking_callback = thinking_callback
+        self.reasoning_callback = reasoning_callback
+        self.clarify_callback = clarify_callback
+        self.step_callback = step_callback
+        self.stream_delta_callback = stream_delta_callback
+        self.status_callback = status_callback
+
+        self._lock = threading.Lock()
+        self._interrupt_requested = False
+        self._interrupt_message = None
+        self._pending_steer = None
+        self._clear_called = False  # for the log: did the bridge clear before this run?
+        self._call_seq = 0
+
+        eventlog.log("init", kwargs=self._passed_kwargs, model=model, provider=provider,
+                     session_id=self.session_id, HERMES_HOME=os.environ.get("HERMES_HOME"),
+                     pid=os.getpid())
+
+    # -- interrupt / steer (any thread) ------------------------------------
+
+    def interrupt(self, message=None) -> None:
+        with self._lock:
+            self._interrupt_requested = True
+            self._interrupt_message = message
+
+    def clear_interrupt(self) -> None:
+        with self._lock:
+            self._interrupt_requested = False
+            self._interrupt_message = None
+            self._pending_steer = None  # the real one drops a pending steer too
+            self._clear_called = True
+
+    @property
+    def is_interrupted(self) -> bool:
+        return self._interrupt_requested
+
+    def steer(self, text) -> bool:
+        if not text or not str(text).strip():
+            return False
+        with self._lock:
+            self._pending_steer = (self._pending_steer + "\n" + text) if self._pending_steer else text
+        return True
+
+    def _drain_steer(self):
+        with self._lock:
+            steer, self._pending_steer = self._pending_steer, None
+        return steer
+
+    # -- compression -------------------------------------------------------
+
+    def _compress_context(self, messages, system_message, *, approx_tokens=None,
+                          task_id="default", focus_topic=None, force=False):
+        """Keep the last two messages. Bridges replace this via an instance attribute."""
+        return (messages[-2:] or messages), system_message
+
+    # -- the turn ----------------------------------------------------------
+
+    def run_conversation(self, user_message, system_message=None, conversation_history=None,
+                         task_id=None, stream_callback=None, persist_user_message=None) -> dict:
+        with self._lock:
+            cleared, self._clear_called = self._clear_called, False
+        eventlog.log("run", thread=threading.current_thread().name, interrupt_cleared=cleared,
+                     system_message=system_message,
+                     history_len=len(conversation_history or []),
+                     HERMES_EXEC_ASK=os.environ.get("HERMES_EXEC_ASK"),
+                     HERMES_HOME=os.environ.get("HERMES_HOME"))
+        turn = Turn(self, user_message, system_message, conversation_history, stream_callback,
+                    persist_user_message)
+        try:
+            interrupted = turn.run()
+        finally:
+            self._flush_to_db(turn)  # every exit path persists, exceptions included
+        result = turn.result(interrupted)
+        # Like the real finalizer: hand back an undrained steer, then clear the
+        # interrupt state this turn consumed (internally, not via clear_interrupt).
+        with self._lock:
+            steer, self._pending_steer = self._pending_steer, None
+            message = self._interrupt_message
+            self._interrupt_requested = False
+            self._interrupt_message = None
+        if steer:
+            result["pending_steer"] = steer
+        if interrupted:
+            result["interrupt_message"] = message
+        eventlog.log("run_end", thread=threading.current_thread().name, interrupted=interrupted,
+                     api_calls=turn.api_calls)
+        return result
+
+    def _flush_to_db(self, turn) -> None:
+        db = self.session_db
+        if db is None:
+            return
+        try:
+            db.create_session(self.session_id, source=self.platform or "cli", model=self.model)
+            # Same cursor rule as the real agent: never rewrite the caller's history,
+            # never rewrite rows already flushed (or pre-persisted by a bridge).
+            start = max(turn.flush_base, self._last_flushed_db_idx)
+            for msg in turn.messages[start:]:
+                db.append_message(self.session_id, msg.get("role"), content=msg.get("content"),
+                                  tool_calls=msg.get("tool_calls"),
+                                  tool_call_id=msg.get("tool_call_id"),
+                                  tool_name=msg.get("tool_name"))
+            self._last_flushed_db_idx = len(turn.messages)
+        except Exception:
+            pass  # the real agent logs persistence failures and carries on
+
+    # -- callback plumbing ---------------------------------------------------
+
+    def _emit(self, name, *args, **kwargs):
+        """Call the named callback attribute; exceptions are swallowed like the real agent."""
+        return self._invoke(name, getattr(self, name, None), *args, **kwargs)
+
+    def _invoke(self, name, cb, *args, **kwargs):
+        if cb is None:
+            return None
+        eventlog.log_callback(name)
+        try:
+            return cb(*args, **kwargs)
+        except Exception:
+            return None
+
+    def _deliver_delta(self, delta, stream_callback) -> None:
+        """On the stream worker: per-turn stream_callback first, then stream_delta_callback."""
+        self._invoke("stream_callback", stream_callback, delta)
+        self._emit("stream_delta_callback", delta)
+
+    def _next_call_id(self) -> str:
+        with self._lock:
+            self._call_seq += 1
+            return f"call_{self._call_seq}"
+
+    def close(self) -> None:
+        pass  # nothing to release: no clients, no subprocesses

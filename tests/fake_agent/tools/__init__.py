@@ -1,0 +1,1 @@
+"""Fake `tools` package: terminal approval callback and gateway approvals."""

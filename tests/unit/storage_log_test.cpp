@@ -1,0 +1,120 @@
+#include "storage/log_reader.hpp"
+#include "storage/log_writer.hpp"
+
+#include <SQLiteCpp/SQLiteCpp.h>
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <string>
+
+namespace {
+
+struct temp_db {
+  temp_db() {
+    char name[] = "/tmp/hb-log-XXXXXX";
+    dir = ::mkdtemp(name);
+    path = dir + "/events.db";
+  }
+  ~temp_db() { std::system(("rm -rf '" + dir + "'").c_str()); }
+  std::string dir, path;
+};
+
+} // namespace
+
+TEST_CASE("appends become visible to readers only when committed", "[storage]") {
+  temp_db db;
+  hb::storage::log_writer w(db.path);
+  hb::storage::log_reader r(db.path);
+  w.open_run("r1", "s1", 100.0);
+  w.commit();
+  REQUIRE(w.append_delta("r1", "hel", 100.1));
+  REQUIRE(w.append_event("r1", R"({"event": "x"})", 100.2));
+  auto before = r.read_run("r1", 0);
+  REQUIRE(before);
+  CHECK(before->deltas.empty());
+  CHECK(before->event_count == 0);
+  CHECK(w.commit() == 2);
+  auto after = r.read_run("r1", 0);
+  REQUIRE(after);
+  CHECK(after->deltas == std::vector<std::string>{"hel"});
+  CHECK(after->events == std::vector<std::string>{R"({"event": "x"})"});
+  CHECK(after->status == "running");
+}
+
+TEST_CASE("a run's terminal status commits with its last events", "[storage]") {
+  temp_db db;
+  hb::storage::log_writer w(db.path);
+  hb::storage::log_reader r(db.path);
+  w.open_run("r1", "s1", 1.0);
+  w.append_delta("r1", "a", 1.0);
+  w.append_delta("r1", "b", 1.1);
+  w.close_run("r1", "complete", std::string(R"({"final_response": "ab"})"), std::nullopt, 2.0);
+  w.commit();
+  auto run = r.read_run("r1", 0);
+  REQUIRE(run);
+  CHECK(run->status == "complete");
+  CHECK(run->deltas.size() == 2);
+  CHECK(*run->result == R"({"final_response": "ab"})");
+  CHECK(*run->ended_at == 2.0);
+  CHECK_FALSE(run->error);
+  // The run is closed: late callbacks are refused, not appended.
+  CHECK_FALSE(w.append_delta("r1", "late", 3.0));
+}
+
+TEST_CASE("event cursors read from the middle and clamp past the end", "[storage]") {
+  temp_db db;
+  hb::storage::log_writer w(db.path);
+  hb::storage::log_reader r(db.path);
+  w.open_run("r1", "s1", 1.0);
+  for (int i = 0; i < 5; ++i)
+    w.append_event("r1", "{\"i\": " + std::to_string(i) + "}", 1.0);
+  w.commit();
+  auto mid = r.read_run("r1", 3);
+  CHECK(mid->events == std::vector<std::string>{"{\"i\": 3}", "{\"i\": 4}"});
+  CHECK(mid->event_count == 5);
+  auto past = r.read_run("r1", 99);
+  CHECK(past->events.empty());
+  CHECK(past->event_count == 5);
+  CHECK_FALSE(r.read_run("nope", 0));
+}
+
+TEST_CASE("rolled back appends never reach readers", "[storage]") {
+  temp_db db;
+  hb::storage::log_writer w(db.path);
+  hb::storage::log_reader r(db.path);
+  w.open_run("r1", "s1", 1.0);
+  w.commit();
+  w.append_delta("r1", "gone", 1.0);
+  w.rollback();
+  CHECK(r.read_run("r1", 0)->deltas.empty());
+}
+
+TEST_CASE("sessions are upserted", "[storage]") {
+  temp_db db;
+  hb::storage::log_writer w(db.path);
+  w.put_session({"s1", 1.0, 2.0, R"({"profile": "default"})", "[]", 0, false});
+  w.put_session({"s1", 1.0, 3.0, R"({"profile": "default"})", R"([{"role": "user"}])", 1, false});
+  w.commit();
+  SQLite::Database check(db.path, SQLite::OPEN_READONLY);
+  SQLite::Statement q(check, "SELECT last_used_at, message_count, history FROM sessions WHERE session_id='s1'");
+  REQUIRE(q.executeStep());
+  CHECK(q.getColumn(0).getDouble() == 3.0);
+  CHECK(q.getColumn(1).getInt() == 1);
+  CHECK(q.getColumn(2).getString() == R"([{"role": "user"}])");
+}
+
+TEST_CASE("a log from a newer hermes-bridge is refused with a clear message", "[storage]") {
+  temp_db db;
+  { hb::storage::log_writer w(db.path); }
+  {
+    SQLite::Database raw(db.path, SQLite::OPEN_READWRITE);
+    raw.exec("UPDATE meta SET value='999' WHERE key='schema_version'");
+  }
+  try {
+    hb::storage::log_writer again(db.path);
+    FAIL("a newer schema was accepted");
+  } catch (const std::runtime_error& e) {
+    CHECK(std::string(e.what()).find("schema version 999") != std::string::npos);
+  }
+}
