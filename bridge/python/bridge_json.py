@@ -7,6 +7,7 @@ import math
 import re
 from typing import Any
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def clean_text(text: str) -> str:

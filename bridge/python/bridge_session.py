@@ -5,14 +5,30 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from typing import Any
 
 from bridge_json import clean_text, to_json
 from bridge_profiles import DEFAULT_GATEWAY_TIMEOUT_S
 
 CHOICES = ["once", "session", "always", "deny"]
-TERMINAL_APPROVAL_TIMEOUT_S = 60.0
-COMPRESSION_TIMEOUT_S = 180.0
+
+
+def _seconds_from_env(name: str, default: float) -> float:
+    """The seed's deadlines (60 s approvals, 180 s compression), overridable."""
+    try:
+        value = float(os.environ.get(name, "") or default)
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+def terminal_approval_timeout_s() -> float:
+    return _seconds_from_env("HERMES_BRIDGE_APPROVAL_TIMEOUT", 60.0)
+
+
+def compression_timeout_s() -> float:
+    return _seconds_from_env("HERMES_BRIDGE_COMPRESSION_TIMEOUT", 180.0)
 
 # --------------------------------------------------------------------------
 # A session: one AIAgent and the callbacks that report to the current run.
@@ -81,10 +97,11 @@ class Session:
         if sink is None:
             return "deny"  # nobody can answer: fail closed
         choices = CHOICES if allow_permanent else [c for c in CHOICES if c != "always"]
+        timeout = terminal_approval_timeout_s()
         request = {"command": str(command or ""), "description": str(description or ""),
                    "choices": choices, "allow_permanent": bool(allow_permanent),
-                   "timeout_ms": int(TERMINAL_APPROVAL_TIMEOUT_S * 1000)}
-        return sink.ask_approval(to_json(request), TERMINAL_APPROVAL_TIMEOUT_S)
+                   "timeout_ms": int(timeout * 1000)}
+        return sink.ask_approval(to_json(request), timeout)
 
     def on_gateway_approval(self, data: Any) -> None:
         sink = self.sink
@@ -105,7 +122,7 @@ class Session:
             raise RuntimeError("bridge compression requested outside a run")
         request = {"message_count": before, "approx_tokens": kw.get("approx_tokens"),
                    "focus_topic": kw.get("focus_topic"), "messages": messages}
-        reply = json.loads(sink.ask_compression(to_json(request), COMPRESSION_TIMEOUT_S))
+        reply = json.loads(sink.ask_compression(to_json(request), compression_timeout_s()))
         request_id = reply.get("request_id", "")
         try:
             if reply.get("failure"):

@@ -99,12 +99,15 @@ std::string python_runtime::start(const std::string& agent_root, const std::stri
       path.attr("pop")(0); // never import stray modules from the daemon's cwd
     py::module_::import("hermes_bridge_native");
     py::object module_type = py::module_::import("types").attr("ModuleType");
+    py::object builtins = py::module_::import("builtins");
     for (std::size_t i = 0; i < embedded_module_count; ++i) {
       const auto& m = embedded_modules[i];
       py::object module = module_type(m.name);
       module.attr("__file__") = std::string("<hermes-bridge>/") + m.name + ".py";
       sys.attr("modules")[m.name] = module;
-      py::exec(m.source, module.attr("__dict__"));
+      // compile() with a file name, so tracebacks say where they came from.
+      py::object code = builtins.attr("compile")(m.source, module.attr("__file__"), "exec");
+      builtins.attr("exec")(code, module.attr("__dict__"));
       adapter() = module; // the last one is the adapter the daemon calls
     }
     py::dict info = adapter().attr("configure")(agent_root, hermes_home);

@@ -1,0 +1,210 @@
+"""Starts a bridge (ours or the seed) on a private socket with the fake
+hermes-agent, and talks to it the way clients do: one JSON line per
+connection. Stdlib only."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+FAKE_AGENT = REPO / "tests" / "fake_agent"
+PYTHON = "/usr/bin/python3"
+
+
+def bridge_binary() -> Path:
+    env = os.environ.get("HERMES_BRIDGE_BIN")
+    path = Path(env) if env else REPO / "build" / "hermes-bridge"
+    if not path.exists():
+        raise unittest.SkipTest(f"hermes-bridge binary not built at {path}")
+    return path
+
+
+def seed_script() -> Path:
+    env = os.environ.get("HERMES_BRIDGE_SEED")
+    path = Path(env) if env else REPO.parent / "shared" / "seeds" / "hermes_bridge.py"
+    if not path.exists():
+        raise unittest.SkipTest(f"seed bridge not found at {path} (set HERMES_BRIDGE_SEED)")
+    return path
+
+
+DEFAULT_CONFIG = {"model": {"default": "fake-model", "provider": "fake"}, "approvals": {"timeout": 3}}
+
+
+class Bridge:
+    """One bridge process in its own temporary HERMES_HOME."""
+
+    def __init__(self, kind: str = "ours", transport: str = "ipc", config: dict | None = None,
+                 args: list[str] | None = None, env: dict[str, str] | None = None) -> None:
+        self.kind = kind
+        self.dir = Path(tempfile.mkdtemp(prefix=f"hb-{kind}-"))
+        self.home = self.dir / "home"
+        self.home.mkdir()
+        (self.home / "config.yaml").write_text(json.dumps(config or DEFAULT_CONFIG))
+        self.agent_log = self.dir / "fake-agent.log"
+        if transport == "ipc":
+            self.endpoint = f"ipc://{self.dir}/bridge.sock"
+        else:
+            self.endpoint = f"tcp://127.0.0.1:{free_port()}"
+        self.args = args or []
+        self.env = env or {}
+        self.proc: subprocess.Popen | None = None
+        self.ready_line = ""
+
+    # -- process ------------------------------------------------------------
+    def command(self) -> list[str]:
+        common = ["--endpoint", self.endpoint, "--agent-root", str(FAKE_AGENT),
+                  "--hermes-home", str(self.home)]
+        if self.kind == "seed":
+            return [PYTHON, str(seed_script())] + common
+        return [str(bridge_binary())] + common + self.args
+
+    def start(self, timeout: float = 30.0) -> "Bridge":
+        env = dict(os.environ)
+        env.pop("HERMES_AGENT_ROOT", None)
+        env.update({"FAKE_AGENT_LOG": str(self.agent_log), "PYTHONDONTWRITEBYTECODE": "1"})
+        env.update(self.env)
+        self.stderr_path = self.dir / "stderr.log"
+        self.proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=open(self.stderr_path, "wb"), env=env, cwd=self.dir)
+        deadline = time.monotonic() + timeout
+        line = self.proc.stdout.readline().decode()
+        if not line:
+            raise AssertionError(f"{self.kind} bridge exited before ready: {self.stderr()}")
+        self.ready_line = line
+        while time.monotonic() < deadline:
+            try:
+                self.request({"action": "ping"}, timeout=2)
+                return self
+            except OSError:
+                time.sleep(0.02)
+        raise AssertionError(f"{self.kind} bridge never answered ping: {self.stderr()}")
+
+    def stderr(self) -> str:
+        try:
+            return self.stderr_path.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def stdout_rest(self) -> str:
+        """Whatever the process wrote to stdout after the ready line (call after it exited)."""
+        return self.proc.stdout.read().decode(errors="replace")
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            try:
+                self.request({"action": "shutdown"}, timeout=2)
+            except OSError:
+                pass
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.proc and self.proc.stdout:
+            self.proc.stdout.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def signal(self, sig: int = signal.SIGTERM) -> None:
+        self.proc.send_signal(sig)
+
+    def __enter__(self) -> "Bridge":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    # -- talking --------------------------------------------------------------
+    def connect(self, timeout: float = 30.0) -> socket.socket:
+        if self.endpoint.startswith("ipc://"):
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.settimeout(timeout)
+            sock.connect(self.endpoint[len("ipc://"):])
+        else:
+            host, port = self.endpoint[len("tcp://"):].rsplit(":", 1)
+            sock = socket.create_connection((host, int(port)), timeout=timeout)
+            sock.settimeout(timeout)
+        return sock
+
+    def raw(self, payload: bytes, timeout: float = 30.0) -> bytes:
+        """Sends bytes, returns everything the bridge wrote before closing."""
+        with self.connect(timeout) as sock:
+            sock.sendall(payload)
+            chunks = []
+            while True:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                if chunk.endswith(b"\n"):
+                    break
+            return b"".join(chunks)
+
+    def raw_json(self, payload: bytes, timeout: float = 30.0) -> dict:
+        return json.loads(self.raw(payload, timeout))
+
+    def request(self, obj: Any, timeout: float = 30.0) -> dict:
+        reply = self.raw((json.dumps(obj) + "\n").encode(), timeout)
+        if not reply:
+            raise ConnectionError("bridge closed the connection without an answer")
+        return json.loads(reply)
+
+    # -- conveniences -----------------------------------------------------------
+    def chat(self, session_id: str, message: Any, **fields: Any) -> dict:
+        return self.request({"action": "chat", "session_id": session_id, "message": message, **fields})
+
+    def wait_done(self, run_id: str, timeout: float = 30.0) -> dict:
+        """Polls get_output like Hermes Studio (but faster) until done; returns
+        the last answer plus the concatenated deltas and events seen."""
+        cursor = event_cursor = 0
+        text, events = "", []
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            out = self.request({"action": "get_output", "run_id": run_id, "cursor": cursor,
+                                "event_cursor": event_cursor})
+            assert out["ok"], out
+            text += out["delta"]
+            events += out["events"]
+            cursor, event_cursor = out["cursor"], out["event_cursor"]
+            if out["done"]:
+                out["seen_text"], out["seen_events"] = text, events
+                return out
+            time.sleep(0.02)
+        raise AssertionError(f"run {run_id} not done after {timeout}s")
+
+    def wait_event(self, run_id: str, name: str, timeout: float = 30.0) -> dict:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            out = self.request({"action": "get_output", "run_id": run_id})
+            for ev in out["events"]:
+                if ev.get("event") == name:
+                    return ev
+            if out["done"]:
+                raise AssertionError(f"run ended without {name}: {out['events']}")
+            time.sleep(0.02)
+        raise AssertionError(f"no {name} within {timeout}s")
+
+    def agent_log_entries(self) -> list[dict]:
+        try:
+            return [json.loads(line) for line in self.agent_log.read_text().splitlines() if line.strip()]
+        except OSError:
+            return []
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def events_named(events: list[dict], name: str) -> list[dict]:
+    return [e for e in events if e.get("event") == name]

@@ -1,0 +1,152 @@
+"""Unit tests for the embedded Python adapter modules (bridge/python), run
+with Debian's python3 directly: JSON sanitising, .env parsing, profile
+environment isolation (the seed's _profile_env semantics) and its gate."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import threading
+import time
+import unittest
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bridge" / "python"))
+
+import bridge_json  # noqa: E402
+import bridge_profiles  # noqa: E402
+
+
+class JsonTests(unittest.TestCase):
+    def test_plain_makes_anything_json_safe(self):
+        value = {"nan": float("nan"), "inf": float("-inf"), "text": "a\ud800b", 3: (1, 2),
+                 "obj": Path("x")}
+        out = bridge_json.plain(value)
+        self.assertIsNone(out["nan"])
+        self.assertIsNone(out["inf"])
+        self.assertEqual(out["text"], "a\ufffdb")
+        self.assertEqual(out["3"], [1, 2])
+        self.assertIsInstance(out["obj"], str)
+        self.assertEqual(bridge_json.to_json({"a": [1.5, None]}), '{"a": [1.5, null]}')
+
+    def test_clean_text_keeps_valid_text(self):
+        self.assertEqual(bridge_json.clean_text("héllo 😀"), "héllo 😀")
+
+
+class DotenvTests(unittest.TestCase):
+    def test_parsing_rules(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / ".env"
+            path.write_text("# comment\nexport A=1\nB = ' two '\nC=\"3\"\n1BAD=x\nBAD-KEY=y\nnoequals\nD=\n")
+            self.assertEqual(bridge_profiles.read_dotenv(path), {"A": "1", "B": " two ", "C": "3", "D": ""})
+            self.assertEqual(bridge_profiles.read_dotenv(Path(tmp) / "missing"), {})
+
+
+class ProfileEnvTests(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        base = Path(self.tmp.name)
+        (base / "config.yaml").write_text("{}")
+        (base / ".env").write_text("BASE_ONLY_TOKEN=base\nSHARED=from-base\n")
+        work = base / "profiles" / "work"
+        work.mkdir(parents=True)
+        (work / "config.yaml").write_text("{}")
+        (work / ".env").write_text("WORK_KEY=w\nSHARED=from-work\n")
+        other = base / "profiles" / "other"
+        other.mkdir()
+        (other / ".env").write_text("OPENAI_API_KEY=other-secret\n")
+        self.base = base
+        self.saved = dict(os.environ)
+        os.environ["HERMES_AGENT_BRIDGE_BASE_HOME"] = str(base)
+        os.environ["HERMES_HOME"] = str(base)
+        os.environ["OPENAI_API_KEY"] = "inherited"
+        os.environ.pop("HERMES_EXEC_ASK", None)
+
+    def tearDown(self):
+        os.environ.clear()
+        os.environ.update(self.saved)
+        self.tmp.cleanup()
+
+    def test_named_profile_sees_only_its_own_env(self):
+        gate = bridge_profiles.ProfileGate()
+        with gate.hold("work"):
+            self.assertEqual(os.environ["HERMES_HOME"], str(self.base / "profiles" / "work"))
+            self.assertEqual(os.environ["WORK_KEY"], "w")
+            self.assertEqual(os.environ["SHARED"], "from-work")
+            self.assertNotIn("BASE_ONLY_TOKEN", os.environ)
+            self.assertNotIn("OPENAI_API_KEY", os.environ)  # seen in another profile's .env
+        self.assertEqual(os.environ["HERMES_HOME"], str(self.base))
+        self.assertEqual(os.environ["OPENAI_API_KEY"], "inherited")
+        self.assertNotIn("WORK_KEY", os.environ)
+        self.assertNotIn("SHARED", os.environ)
+
+    def test_default_profile_keeps_inherited_env_and_overlays_base(self):
+        gate = bridge_profiles.ProfileGate()
+        with gate.hold("default"):
+            self.assertEqual(os.environ["OPENAI_API_KEY"], "inherited")
+            self.assertEqual(os.environ["BASE_ONLY_TOKEN"], "base")
+            self.assertEqual(os.environ["SHARED"], "from-base")
+        self.assertNotIn("BASE_ONLY_TOKEN", os.environ)
+
+    def test_a_profile_without_a_directory_uses_the_base_home(self):
+        gate = bridge_profiles.ProfileGate()
+        with gate.hold("ghost"):
+            self.assertEqual(os.environ["HERMES_HOME"], str(self.base))
+            self.assertEqual(os.environ["BASE_ONLY_TOKEN"], "base")
+            self.assertNotIn("OPENAI_API_KEY", os.environ)
+
+    def test_exec_ask_is_reference_counted(self):
+        gate = bridge_profiles.ProfileGate()
+        with gate.hold("default", exec_ask=True):
+            with gate.hold("default", exec_ask=True):
+                self.assertEqual(os.environ["HERMES_EXEC_ASK"], "1")
+            self.assertEqual(os.environ["HERMES_EXEC_ASK"], "1")
+        self.assertNotIn("HERMES_EXEC_ASK", os.environ)
+
+    def test_same_profile_shares_and_other_profile_waits(self):
+        gate = bridge_profiles.ProfileGate()
+        order: list[str] = []
+        entered = threading.Event()
+
+        def work_run():
+            with gate.hold("work"):
+                order.append("work-in")
+                entered.set()
+                time.sleep(0.2)
+                order.append("work-out")
+
+        def other_run():
+            entered.wait()
+            with gate.hold("default"):
+                order.append("default-in")
+                self.assertEqual(os.environ.get("SHARED"), "from-base")
+
+        def second_work_run():
+            entered.wait()
+            with gate.hold("work"):
+                order.append("work2-in")
+
+        threads = [threading.Thread(target=f) for f in (work_run, other_run, second_work_run)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(5)
+        self.assertLess(order.index("work2-in"), order.index("work-out"))
+        self.assertGreater(order.index("default-in"), order.index("work-out"))
+
+
+class KwargsTests(unittest.TestCase):
+    def test_only_accepted_kwargs_pass(self):
+        def narrow(a, b=1):
+            return a
+
+        def wide(a, **kw):
+            return a
+
+        self.assertEqual(bridge_profiles.accepted_kwargs(narrow, {"a": 1, "b": 2, "c": 3}), {"a": 1, "b": 2})
+        self.assertEqual(bridge_profiles.accepted_kwargs(wide, {"a": 1, "c": 3}), {"a": 1, "c": 3})
+
+
+if __name__ == "__main__":
+    unittest.main()
