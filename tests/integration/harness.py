@@ -74,8 +74,9 @@ class Bridge:
         env.update({"FAKE_AGENT_LOG": str(self.agent_log), "PYTHONDONTWRITEBYTECODE": "1"})
         env.update(self.env)
         self.stderr_path = self.dir / "stderr.log"
-        self.proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=open(self.stderr_path, "wb"), env=env, cwd=self.dir)
+        with open(self.stderr_path, "wb") as stderr:
+            self.proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                         stderr=stderr, env=env, cwd=self.dir)
         deadline = time.monotonic() + timeout
         line = self.proc.stdout.readline().decode()
         if not line:
