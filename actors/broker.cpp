@@ -123,8 +123,7 @@ std::string compression_failure(const std::string& request_id, const std::string
 void settle_unanswered(broker_actor* self, question& q, const std::string& reason, bool timed_out) {
   switch (q.what) {
     case question::kind::terminal_approval:
-      // On the seed's own 60 s timeout its event carries no reason; keep that.
-      emit(self, q.run_id, resolved_event(q.id, "deny", timed_out ? "" : reason));
+      emit(self, q.run_id, resolved_event(q.id, "deny", reason));
       q.answer.deliver(std::string("deny"));
       break;
     case question::kind::gateway_approval:
@@ -176,17 +175,23 @@ void approval_respond(broker_actor* self, handle h, const json& req) {
     return respond(self, h, approval_line(id, false, choice));
   question q;
   self->state.questions.take(id, q);
-  // Logged before the agent moves on, so the event precedes whatever it does next.
-  emit(self, q.run_id, resolved_event(id, choice));
   if (q.what == question::kind::terminal_approval) {
+    // Logged before the agent gets the answer, so it precedes what it does next.
+    emit(self, q.run_id, resolved_event(id, choice));
     q.answer.deliver(choice);
     return respond(self, h, approval_line(id, true, choice));
   }
-  std::string session_id = q.session_id;
+  // hermes-agent waits for gateway answers itself and may have given up
+  // already; only its own verdict says whether this answer counted.
+  std::string session_id = q.session_id, run_id = q.run_id;
   blocking_call(self, [session_id, choice] {
     return bridge::resolve_gateway_approval(session_id, choice) > 0;
-  }).then([=](bool resolved) { respond(self, h, approval_line(id, resolved, choice)); },
-          [=](caf::error& err) { respond_failure(self, h, err); });
+  }).then(
+    [=](bool resolved) {
+      emit(self, run_id, resolved ? resolved_event(id, choice) : resolved_event(id, "deny", "timeout"));
+      respond(self, h, approval_line(id, resolved, choice));
+    },
+    [=](caf::error& err) { respond_failure(self, h, err); });
 }
 
 void compression_respond(broker_actor* self, handle h, const json& req) {
@@ -498,8 +503,8 @@ caf::behavior broker_behavior(broker_actor* self, int listen_fd,
       std::string id = new_id();
       emit(self, run_id, question_event("approval.requested", "approval_id", id, request));
       self->state.questions.add(question{question::kind::gateway_approval, id, run_id, session_id, {}});
-      // hermes-agent gives up at timeout_ms by itself; settle just after it.
-      self->delayed_send(self, std::chrono::milliseconds(timeout_ms + 500), deadline_atom::value, id);
+      // hermes-agent gives up at timeout_ms by itself; the log says so then.
+      self->delayed_send(self, std::chrono::milliseconds(timeout_ms), deadline_atom::value, id);
     },
     [=](deadline_atom, const std::string& id) {
       question q;

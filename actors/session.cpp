@@ -251,7 +251,11 @@ void on_closing(session_actor* self, const std::string& run_id, bool has_history
   st.syncing.clear();
 }
 
-void on_interrupt(session_actor* self, const std::string& message, caf::response_promise rp) {
+// Runs `op` (a Python call on the session's agent, returning a string) on a
+// thread of its own; answers KeyError when the session has no agent and the
+// Python error when the call raises, else hands the string to `on_done`.
+template <class Op, class OnDone>
+void with_agent(session_actor* self, caf::response_promise rp, Op op, OnDone on_done) {
   auto& st = self->state;
   if (!st.created || !st.agent) {
     rp.deliver(error_line(protocol::key_error("unknown session: " + st.id)));
@@ -259,58 +263,54 @@ void on_interrupt(session_actor* self, const std::string& message, caf::response
   }
   auto agent = st.agent;
   blocking_call(self,
-                [agent, message]() -> call_outcome {
+                [agent, op]() -> call_outcome {
                   try {
-                    agent->interrupt(message);
-                    return {true, "", ""};
+                    return {true, op(*agent), ""};
                   } catch (const protocol::wire_error& e) {
                     return {false, e.type, e.what()};
                   }
                 })
     .then(
-      [=](bool ok, std::string& type, std::string& text) mutable {
-        auto& st = self->state;
+      [=](bool ok, std::string& payload, std::string& message) mutable {
         if (!ok)
-          return rp.deliver(error_line(type, text));
-        if (!st.busy)
-          return rp.deliver(interrupted_line(st.id, true));
-        // A turn blocked on a client's answer would not notice the interrupt.
-        self->send(st.links.broker, cancel_atom::value, st.id, std::string("interrupted"));
-        uint64_t ticket = ++st.next_sync;
-        st.syncing.emplace(ticket, rp);
-        self->delayed_send(self, interrupt_sync_limit, sync_due_atom::value, ticket);
+          return rp.deliver(error_line(payload, message));
+        on_done(payload, rp);
       },
       [=](caf::error& err) mutable { rp.deliver(error_line("RuntimeError", caf::to_string(err))); });
 }
 
+void on_interrupt(session_actor* self, const std::string& message, caf::response_promise rp) {
+  with_agent(
+    self, rp,
+    [message](bridge::agent_session& agent) {
+      agent.interrupt(message);
+      return std::string();
+    },
+    [self](const std::string&, caf::response_promise& rp) {
+      auto& st = self->state;
+      if (!st.busy)
+        return rp.deliver(interrupted_line(st.id, true));
+      // A turn blocked on a client's answer would not notice the interrupt.
+      self->send(st.links.broker, cancel_atom::value, st.id, std::string("interrupted"));
+      uint64_t ticket = ++st.next_sync;
+      st.syncing.emplace(ticket, rp);
+      self->delayed_send(self, interrupt_sync_limit, sync_due_atom::value, ticket);
+    });
+}
+
 void on_steer(session_actor* self, const std::string& text, caf::response_promise rp) {
-  auto& st = self->state;
-  if (!st.created || !st.agent) {
-    rp.deliver(error_line(protocol::key_error("unknown session: " + st.id)));
-    return;
-  }
-  auto agent = st.agent;
-  blocking_call(self,
-                [agent, text]() -> call_outcome {
-                  try {
-                    return {true, agent->steer(text) ? "true" : "false", ""};
-                  } catch (const protocol::wire_error& e) {
-                    return {false, e.type, e.what()};
-                  }
-                })
-    .then(
-      [=](bool ok, std::string& accepted, std::string& message) mutable {
-        if (!ok)
-          return rp.deliver(error_line(accepted, message));
-        bool yes = accepted == "true";
-        rp.deliver(object_writer{}
-                     .boolean("ok", true)
-                     .str("status", yes ? "queued" : "rejected")
-                     .boolean("accepted", yes)
-                     .str("text", text)
-                     .finish());
-      },
-      [=](caf::error& err) mutable { rp.deliver(error_line("RuntimeError", caf::to_string(err))); });
+  with_agent(
+    self, rp,
+    [text](bridge::agent_session& agent) { return std::string(agent.steer(text) ? "yes" : ""); },
+    [text](const std::string& accepted, caf::response_promise& rp) {
+      bool yes = !accepted.empty();
+      rp.deliver(object_writer{}
+                   .boolean("ok", true)
+                   .str("status", yes ? "queued" : "rejected")
+                   .boolean("accepted", yes)
+                   .str("text", text)
+                   .finish());
+    });
 }
 
 // Stops the live turn, if any, on the agent's own terms and the broker's.

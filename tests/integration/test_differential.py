@@ -1,0 +1,1010 @@
+"""Differential test: hermes-bridge (ours) against the Python seed bridge.
+
+The same scenario script runs against a fresh seed bridge and a fresh bridge
+of ours (same fake agent, same config). Every response is recorded, the
+random and time-based values are masked, ids are renamed consistently
+("<run1>", "<approval1>", ...), and the normalised responses (and, for the
+simple actions, the masked raw bytes) must be identical.
+
+The deliberate differences (ours fixes the seed) are filtered or normalised
+before the comparison and asserted explicitly in their own test methods.
+
+Run: cd tests/integration && /usr/bin/python3 -m unittest -v test_differential
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import math
+import re
+import sys
+import time
+import unittest
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from harness import DEFAULT_CONFIG, Bridge, events_named  # noqa: E402
+
+# ---------------------------------------------------------------------------
+# Normalisation helpers
+# ---------------------------------------------------------------------------
+
+EXTRA_EVENTS = {"stream.delta", "turn.boundary", "step"}  # ours only (difference 1)
+TIME_KEYS = {"time", "started_at", "ended_at", "created_at", "last_used_at"}
+ID_KEYS = {"run_id", "current_run_id", "approval_id", "request_id", "session_id", "requested_session_id"}
+HEX32 = re.compile(r"[0-9a-f]{32}")
+RAW_TIME = re.compile(r'("(?:time|started_at|ended_at|created_at|last_used_at)": )(-?[0-9][0-9.eE+-]*)')
+SEED_GATEWAY_TIMEOUT_MS = 300_000
+
+
+def python_dumps(raw: bytes) -> bytes:
+    """What the seed would write for the same content: json.dumps(..., ensure_ascii=False) + newline."""
+    return (json.dumps(json.loads(raw), ensure_ascii=False) + "\n").encode()
+
+
+def is_extra(event: Any) -> bool:
+    return isinstance(event, dict) and event.get("event") in EXTRA_EVENTS
+
+
+def seed_visible_count(full_events: list[dict], cursor: int) -> int:
+    """How many events the seed would have logged among ours' first `cursor` events."""
+    return sum(1 for e in full_events[:max(0, cursor)] if not is_extra(e))
+
+
+def ours_position(full_events: list[dict], seed_cursor: int) -> int:
+    """The index in ours' event log that corresponds to the seed's event_cursor."""
+    if seed_cursor <= 0:
+        return seed_cursor
+    seen = 0
+    for i, e in enumerate(full_events):
+        if not is_extra(e):
+            seen += 1
+            if seen == seed_cursor:
+                return i + 1
+    return len(full_events) + (seed_cursor - seen)
+
+
+class IdMap:
+    """Maps random ids to placeholders in order of first appearance."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, str] = {}
+        self.counts: dict[str, int] = {}
+
+    def name(self, value: str, kind: str) -> str:
+        if value not in self.names:
+            self.counts[kind] = self.counts.get(kind, 0) + 1
+            self.names[value] = f"<{kind}{self.counts[kind]}>"
+        return self.names[value]
+
+    def sub(self, text: str) -> str:
+        return HEX32.sub(lambda m: self.name(m.group(0), "id"), text)
+
+
+def id_kind(key: str) -> str:
+    return key.removeprefix("current_").removeprefix("requested_").removesuffix("_id")
+
+
+def mask(obj: Any, ids: IdMap, key: str | None = None) -> Any:
+    """Masks times (keeping the type) and renames 32-hex ids, recursively."""
+    if isinstance(obj, dict):
+        return {k: mask(v, ids, k) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [mask(v, ids) for v in obj]
+    if key in TIME_KEYS and obj is not None:
+        return f"<{type(obj).__name__}>"
+    if isinstance(obj, str):
+        if key in ID_KEYS and HEX32.fullmatch(obj):
+            return ids.name(obj, id_kind(key))
+        return ids.sub(obj)
+    if isinstance(obj, float) and math.isnan(obj):
+        return "<nan>"
+    return obj
+
+
+def mask_raw(raw: bytes, ids: IdMap) -> str:
+    """The raw reply as text with times and 32-hex ids masked (nothing else)."""
+    text = raw.decode("utf-8", errors="backslashreplace")
+    text = RAW_TIME.sub(lambda m: m.group(1) + "<num>", text)
+    return ids.sub(text)
+
+
+def filter_extras(obj: Any, full_events: dict[str, list]) -> Any:
+    """Ours -> the seed's view: drop stream.delta / turn.boundary / step and
+    translate event_cursor values into the seed's numbering."""
+    if isinstance(obj, list):
+        return [filter_extras(v, full_events) for v in obj if not is_extra(v)]
+    if not isinstance(obj, dict):
+        return obj
+    out = {k: filter_extras(v, full_events) for k, v in obj.items()}
+    run_events = full_events.get(obj.get("run_id"))
+    if "event_cursor" in out and run_events is not None and isinstance(out["event_cursor"], int):
+        out["event_cursor"] = seed_visible_count(run_events, out["event_cursor"])
+    return out
+
+
+def mask_gateway_timeout(obj: Any, expected_ms: int) -> Any:
+    """Gateway approval.requested.timeout_ms differs on purpose (difference 2):
+    mask it only when it has the value expected for this bridge."""
+    if isinstance(obj, list):
+        return [mask_gateway_timeout(v, expected_ms) for v in obj]
+    if not isinstance(obj, dict):
+        return obj
+    out = {k: mask_gateway_timeout(v, expected_ms) for k, v in obj.items()}
+    if out.get("event") == "approval.requested" and out.get("timeout_ms") == expected_ms:
+        out["timeout_ms"] = "<gateway timeout_ms>"
+    return out
+
+
+def mask_traceback(obj: Any) -> Any:
+    """A traceback is reduced to its last line (the exception itself)."""
+    if isinstance(obj, list):
+        return [mask_traceback(v) for v in obj]
+    if not isinstance(obj, dict):
+        return obj
+    out = {k: mask_traceback(v) for k, v in obj.items()}
+    if isinstance(out.get("traceback"), str):
+        lines = [ln for ln in out["traceback"].splitlines() if ln.strip()]
+        out["traceback"] = lines[-1] if lines else ""
+    return out
+
+
+def err(error_type: str, error: str) -> dict:
+    return {"ok": False, "error": error, "error_type": error_type}
+
+
+def key_err(prefix: str, value: str) -> dict:
+    return err("KeyError", str(KeyError(f"{prefix}: {value}")))
+
+
+# ---------------------------------------------------------------------------
+# Scenario machinery
+# ---------------------------------------------------------------------------
+
+
+class Ref:
+    """A value only known while the scenario runs: the n-th run/approval/request id."""
+
+    def __init__(self, kind: str, n: int) -> None:
+        self.kind, self.n = kind, n
+
+    def resolve(self, trace: "Trace") -> Any:
+        return trace.refs[self.kind][self.n - 1]
+
+
+class EventCursor(Ref):
+    """The seed's event_cursor k for run n; for ours the same position in its longer log."""
+
+    def __init__(self, n: int, k: int) -> None:
+        super().__init__("run", n)
+        self.k = k
+
+    def resolve(self, trace: "Trace") -> Any:
+        if trace.kind == "seed":
+            return self.k
+        return ours_position(trace.full_events[super().resolve(trace)], self.k)
+
+
+def RUN(n: int) -> Ref:
+    return Ref("run", n)
+
+
+def APPROVAL(n: int) -> Ref:
+    return Ref("approval", n)
+
+
+def REQUEST(n: int) -> Ref:
+    return Ref("request", n)
+
+
+def resolve(obj: Any, trace: "Trace") -> Any:
+    if isinstance(obj, Ref):
+        return obj.resolve(trace)
+    if isinstance(obj, dict):
+        return {k: resolve(v, trace) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [resolve(v, trace) for v in obj]
+    return obj
+
+
+class Record:
+    def __init__(self, label: str, resp: Any, raw: bytes | None, compare_raw: bool, expect: dict | None):
+        self.label, self.resp, self.raw = label, resp, raw
+        self.compare_raw, self.expect = compare_raw, expect
+        self.norm: Any = None
+        self.raw_norm: str | None = None
+
+
+class Trace:
+    """One bridge's run of a scenario: its responses and the ids it made up."""
+
+    def __init__(self, kind: str, bridge: Bridge, config: dict) -> None:
+        self.kind, self.bridge = kind, bridge
+        self.gateway_timeout_ms = (SEED_GATEWAY_TIMEOUT_MS if kind == "seed"
+                                   else int(config["approvals"]["timeout"] * 1000))
+        self.refs: dict[str, list] = {"run": [], "approval": [], "request": []}
+        self.records: list[Record] = []
+        self.full_events: dict[str, list] = {}  # run_id -> the run's events, unfiltered
+        self.raw_results: dict[str, bytes] = {}  # run_id -> get_result bytes
+
+    def send(self, payload: bytes) -> tuple[Any, bytes]:
+        raw = self.bridge.raw(payload)
+        return (json.loads(raw) if raw else None), raw
+
+    def request(self, obj: Any) -> tuple[Any, bytes]:
+        return self.send((json.dumps(resolve(obj, self)) + "\n").encode())
+
+    def record(self, label: str, resp: Any, raw: bytes | None = None, compare_raw: bool = False,
+               expect: dict | None = None) -> None:
+        self.records.append(Record(label, resp, raw, compare_raw, expect))
+
+    def normalise(self) -> None:
+        ids, raw_ids = IdMap(), IdMap()
+        for rec in self.records:
+            resp = copy.deepcopy(rec.resp)
+            if self.kind == "ours":
+                resp = filter_extras(resp, self.full_events)
+            resp = mask_traceback(mask_gateway_timeout(resp, self.gateway_timeout_ms))
+            rec.norm = mask(resp, ids)
+            if rec.compare_raw and rec.raw is not None:
+                rec.raw_norm = mask_raw(rec.raw, raw_ids)
+
+    def by_label(self) -> dict[str, Record]:
+        return {r.label: r for r in self.records}
+
+
+class Req:
+    """One request; its answer is compared (raw bytes too unless raw=False)."""
+
+    def __init__(self, label: str, req: Any, expect: dict | None = None, raw: bool = True) -> None:
+        self.label, self.req, self.expect, self.raw = label, req, expect, raw
+
+    def execute(self, t: Trace) -> None:
+        resp, raw = t.request(self.req)
+        t.record(self.label, resp, raw, self.raw, self.expect)
+
+
+class Raw:
+    """Bytes sent as they are (framing and parsing errors)."""
+
+    def __init__(self, label: str, payload: bytes, expect: dict | None = None) -> None:
+        self.label, self.payload, self.expect = label, payload, expect
+
+    def execute(self, t: Trace) -> None:
+        resp, raw = t.send(self.payload)
+        t.record(self.label, resp, raw, True, self.expect)
+
+
+class Start:
+    """chat without wait: registers the next RUN(n)."""
+
+    def __init__(self, label: str, req: dict, expect: dict | None = None) -> None:
+        self.label, self.req, self.expect = label, req, expect
+
+    def execute(self, t: Trace) -> None:
+        resp, raw = t.request(self.req)
+        t.record(self.label, resp, raw, True, self.expect)
+        assert resp and resp.get("ok"), f"{t.kind}: {self.label}: {resp}"
+        t.refs["run"].append(resp["run_id"])
+
+
+class Finish:
+    """Polls RUN(n) to completion like a client, records what it saw, then get_result."""
+
+    SUMMARY_KEYS = ("ok", "run_id", "session_id", "status", "cursor", "output", "done", "result",
+                    "error", "event_cursor", "seen_text", "seen_events")
+
+    def __init__(self, label: str, run: Ref, expect: dict | None = None) -> None:
+        self.label, self.run, self.expect = label, run, expect
+
+    def execute(self, t: Trace) -> None:
+        run_id = self.run.resolve(t)
+        out = t.bridge.wait_done(run_id, timeout=20)
+        t.record(self.label + " (polled)", {k: out[k] for k in self.SUMMARY_KEYS}, expect=self.expect)
+        resp, raw = t.request({"action": "get_result", "run_id": run_id})
+        t.record(self.label + " (get_result)", resp, raw, False, self.expect)
+        t.full_events[run_id] = resp["events"]
+        t.raw_results[run_id] = raw
+
+
+def Run(label: str, req: dict, n: int, expect: dict | None = None) -> list:
+    """chat + poll to completion; n is the RUN number this chat gets."""
+    return [Start(label + " (chat)", req, {"ok": True, "status": "running"}),
+            Finish(label, RUN(n), expect)]
+
+
+class ChatWait:
+    """chat with wait:true; registers the next RUN(n)."""
+
+    def __init__(self, label: str, req: dict, expect: dict | None = None) -> None:
+        self.label, self.req, self.expect = label, dict(req, wait=True, timeout=20), expect
+
+    def execute(self, t: Trace) -> None:
+        resp, raw = t.request(self.req)
+        t.record(self.label, resp, raw, False, self.expect)
+        assert resp and resp.get("ok"), f"{t.kind}: {self.label}: {resp}"
+        t.refs["run"].append(resp["run_id"])
+        t.full_events[resp["run_id"]] = resp["events"]
+
+
+class AnswerApproval:
+    """Waits for approval.requested in RUN(n) and answers it; registers APPROVAL(k)."""
+
+    def __init__(self, label: str, run: Ref, choice: Any, expect: dict | None = None) -> None:
+        self.label, self.run, self.choice, self.expect = label, run, choice, expect
+
+    def execute(self, t: Trace) -> None:
+        ev = t.bridge.wait_event(self.run.resolve(t), "approval.requested", timeout=10)
+        t.refs["approval"].append(ev["approval_id"])
+        resp, raw = t.request({"action": "approval_respond", "approval_id": ev["approval_id"],
+                               "choice": self.choice})
+        t.record(self.label, resp, raw, True, self.expect)
+
+
+class AnswerCompression:
+    """Waits for bridge.compression.requested in RUN(n) and answers it; registers REQUEST(k)."""
+
+    def __init__(self, label: str, run: Ref, expect: dict | None = None, **fields: Any) -> None:
+        self.label, self.run, self.fields, self.expect = label, run, fields, expect
+
+    def execute(self, t: Trace) -> None:
+        ev = t.bridge.wait_event(self.run.resolve(t), "bridge.compression.requested", timeout=10)
+        t.refs["request"].append(ev["request_id"])
+        resp, raw = t.request({"action": "compression_respond", "request_id": ev["request_id"],
+                               **self.fields})
+        t.record(self.label, resp, raw, True, self.expect)
+
+
+class WaitOutput:
+    """Polls RUN(n) until its output contains text (nothing recorded)."""
+
+    def __init__(self, run: Ref, text: str) -> None:
+        self.run, self.text = run, text
+
+    def execute(self, t: Trace) -> None:
+        run_id = self.run.resolve(t)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if self.text in t.bridge.request({"action": "get_output", "run_id": run_id})["output"]:
+                return
+            time.sleep(0.02)
+        raise AssertionError(f"{t.kind}: run output never contained {self.text!r}")
+
+
+class Shutdown:
+    """The shutdown action; then the process must exit and remove its ipc socket."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+
+    def execute(self, t: Trace) -> None:
+        resp, raw = t.request({"action": "shutdown"})
+        t.record(self.label, resp, raw, True, {"ok": True, "status": "shutting_down"})
+        code = t.bridge.proc.wait(timeout=10)
+        socket_left = Path(t.bridge.endpoint.removeprefix("ipc://")).exists()
+        t.record(self.label + " (exit)", {"exit_code": code, "socket_left": socket_left},
+                 expect={"exit_code": 0, "socket_left": False})
+
+
+def flatten(steps: list) -> list:
+    out = []
+    for s in steps:
+        out.extend(flatten(s) if isinstance(s, list) else [s])
+    return out
+
+
+def run_scenario(kind: str, steps: list, config: dict | None = None) -> Trace:
+    config = config or DEFAULT_CONFIG
+    with Bridge(kind=kind, config=config) as bridge:
+        trace = Trace(kind, bridge, config)
+        for step in flatten(steps):
+            step.execute(trace)
+    trace.normalise()
+    return trace
+
+
+def run_both(steps: list, config: dict | None = None) -> tuple[Trace, Trace]:
+    return run_scenario("seed", steps, config), run_scenario("ours", steps, config)
+
+
+@contextlib.contextmanager
+def both_bridges(config: dict | None = None):
+    with Bridge(kind="seed", config=config) as seed, Bridge(kind="ours", config=config) as ours:
+        yield seed, ours
+
+
+def chat(session_id: str, message: Any, **fields: Any) -> dict:
+    return {"action": "chat", "session_id": session_id, "message": message, **fields}
+
+
+def get_output(run: Any, **fields: Any) -> dict:
+    return {"action": "get_output", "run_id": run, **fields}
+
+
+def wait_idle(bridge: Bridge, session_id: str, timeout: float = 10.0) -> dict:
+    """Waits (through `list`, which never carries agent text) until a session is idle."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        sessions = {s["session_id"]: s for s in bridge.request({"action": "list"})["sessions"]}
+        if session_id in sessions and not sessions[session_id]["running"]:
+            return sessions[session_id]
+        time.sleep(0.02)
+    raise AssertionError(f"{bridge.kind}: session {session_id} never became idle")
+
+
+OK = {"ok": True}
+TOOL_SCRIPT = "script:say a;tool terminal ls;say b"
+SUMMARY = [{"role": "user", "content": "summary of the chat"}]
+
+# ---------------------------------------------------------------------------
+# The main scenario. Labels are "<theme>/<what>"; each theme has a test method.
+# RUN(n) is the n-th run started (Start / ChatWait), in this order.
+# ---------------------------------------------------------------------------
+
+MAIN_SCENARIO = [
+    # -- basics: ping, action dispatch, framing -----------------------------
+    Req("basic/ping", {"action": "ping"}, {"ok": True, "pong": True}),
+    Req("basic/padded action", {"action": " ping "}, {"ok": True, "pong": True}),
+    Req("basic/missing action", {}, err("ValueError", "action is required")),
+    Req("basic/null action", {"action": None}, err("ValueError", "action is required")),
+    Req("basic/blank action", {"action": "   "}, err("ValueError", "action is required")),
+    Req("basic/unknown action", {"action": "nope"}, err("ValueError", "unknown action: nope")),
+    Req("basic/numeric action", {"action": 5}, err("ValueError", "unknown action: 5")),
+    Req("basic/command action", {"action": "command"}, err("ValueError", "unknown action: command")),
+    Raw("basic/empty line", b"\n", err("RuntimeError", "empty request")),
+    Raw("basic/blank line", b"  \r\n", err("RuntimeError", "empty request")),
+    Raw("basic/compact json", b'{"action":"list"}\n', {"ok": True, "sessions": []}),
+    Raw("basic/pipelined", b'{"action": "destroy_all"}\n{"action": "ping"}\n', {"ok": True, "destroyed": 0}),
+    Raw("basic/trailing spaces", b'  {"action": "list"}  \n', {"ok": True, "sessions": []}),
+    Req("basic/list empty", {"action": "list"}, {"ok": True, "sessions": []}),
+
+    # -- unknown runs / sessions (KeyError keeps Python's quotes) -----------
+    Req("unknown/get_result", {"action": "get_result", "run_id": "nope"}, key_err("unknown run", "nope")),
+    Req("unknown/get_result no id", {"action": "get_result"}, key_err("unknown run", "")),
+    Req("unknown/get_output", get_output("nope"), key_err("unknown run", "nope")),
+    Req("unknown/get_output bad cursor", get_output("nope", cursor="abc"),
+        err("ValueError", "invalid literal for int() with base 10: 'abc'")),
+    Req("unknown/interrupt", {"action": "interrupt", "session_id": "nope"}, key_err("unknown session", "nope")),
+    Req("unknown/steer", {"action": "steer", "session_id": "nope", "text": "hi"},
+        key_err("unknown session", "nope")),
+    Req("unknown/steer via message", {"action": "steer", "session_id": "nope", "message": "hi"},
+        key_err("unknown session", "nope")),
+    Req("unknown/steer without text", {"action": "steer", "session_id": "nope"},
+        err("ValueError", "text is required")),
+    Req("unknown/steer blank text", {"action": "steer", "session_id": "nope", "text": "  "},
+        err("ValueError", "text is required")),
+    Req("unknown/get_history", {"action": "get_history", "session_id": "nope"},
+        key_err("unknown session", "nope")),
+    Req("unknown/destroy", {"action": "destroy", "session_id": "nope"},
+        {"ok": True, "session_id": "nope", "destroyed": False}),
+    Req("unknown/non-ascii id", {"action": "get_result", "run_id": "ñ✓日本"}, key_err("unknown run", "ñ✓日本")),
+    Req("unknown/apostrophe id", {"action": "get_result", "run_id": "it's"}, key_err("unknown run", "it's")),
+    Req("unknown/both quotes id", {"action": "get_result", "run_id": "a'b\"c"},
+        key_err("unknown run", "a'b\"c")),
+    Req("unknown/newline id", {"action": "get_history", "session_id": "a\nb\\c"},
+        key_err("unknown session", "a\nb\\c")),
+    Req("unknown/numeric id", {"action": "get_result", "run_id": 12}, key_err("unknown run", "12")),
+    Req("unknown/bool id", {"action": "get_output", "run_id": True}, key_err("unknown run", "True")),
+    Req("unknown/float id", {"action": "get_history", "session_id": 1.5}, key_err("unknown session", "1.5")),
+
+    # -- approval_respond / compression_respond validation ------------------
+    Req("respond/approval no id", {"action": "approval_respond", "choice": "once"},
+        err("ValueError", "approval_id is required")),
+    Req("respond/approval blank id", {"action": "approval_respond", "approval_id": "  "},
+        err("ValueError", "approval_id is required")),
+    Req("respond/approval unknown ONCE", {"action": "approval_respond", "approval_id": "nope", "choice": " ONCE "},
+        {"ok": True, "approval_id": "nope", "resolved": False, "choice": "once"}),
+    Req("respond/approval unknown maybe", {"action": "approval_respond", "approval_id": "nope", "choice": "maybe"},
+        {"ok": True, "approval_id": "nope", "resolved": False, "choice": "deny"}),
+    Req("respond/approval unknown Session", {"action": "approval_respond", "approval_id": " x ", "choice": "Session"},
+        {"ok": True, "approval_id": "x", "resolved": False, "choice": "session"}),
+    Req("respond/approval no choice", {"action": "approval_respond", "approval_id": "nope"},
+        {"ok": True, "resolved": False, "choice": "deny"}),
+    Req("respond/approval numeric", {"action": "approval_respond", "approval_id": 7, "choice": 1},
+        {"ok": True, "approval_id": "7", "resolved": False, "choice": "deny"}),
+    Req("respond/compression no id", {"action": "compression_respond", "messages": []},
+        err("ValueError", "request_id is required")),
+    Req("respond/compression messages str", {"action": "compression_respond", "request_id": "nope", "messages": "x"},
+        err("ValueError", "messages must be a list")),
+    Req("respond/compression messages dict", {"action": "compression_respond", "request_id": "nope", "messages": {}},
+        err("ValueError", "messages must be a list")),
+    Req("respond/compression unknown", {"action": "compression_respond", "request_id": " nope ", "messages": []},
+        err("RuntimeError", "compression request nope not found")),
+    Req("respond/compression unknown no messages", {"action": "compression_respond", "request_id": "nope"},
+        err("RuntimeError", "compression request nope not found")),
+
+    # -- RUN(1): a tool turn, polled without wait ----------------------------
+    Run("tool/turn", chat("s1", TOOL_SCRIPT), 1, {"status": "complete", "output": "ab"}),
+
+    # -- get_output cursor semantics on the finished RUN(1) -------------------
+    Req("poll/cursor 0", get_output(RUN(1), cursor=0, event_cursor=0), {"delta": "ab", "cursor": 2}, raw=False),
+    Req("poll/no cursors", get_output(RUN(1)), {"delta": "ab", "done": True}, raw=False),
+    Req("poll/cursor 1", get_output(RUN(1), cursor=1), {"delta": "b", "cursor": 2}, raw=False),
+    Req("poll/cursor '1'", get_output(RUN(1), cursor="1"), {"delta": "b"}, raw=False),
+    Req("poll/cursor ' 1 '", get_output(RUN(1), cursor=" 1 "), {"delta": "b"}, raw=False),
+    Req("poll/cursor 2", get_output(RUN(1), cursor=2), {"delta": "", "output": "ab"}, raw=False),
+    Req("poll/cursor '2'", get_output(RUN(1), cursor="2"), {"delta": ""}, raw=False),
+    Req("poll/cursor -3", get_output(RUN(1), cursor=-3), {"delta": "ab", "cursor": 2}, raw=False),
+    Req("poll/cursor '-1'", get_output(RUN(1), cursor="-1"), {"delta": "ab"}, raw=False),
+    Req("poll/cursor 100", get_output(RUN(1), cursor=100), {"delta": "", "cursor": 2}, raw=False),
+    Req("poll/cursor 1.7", get_output(RUN(1), cursor=1.7), {"delta": "b"}, raw=False),
+    Req("poll/cursor true", get_output(RUN(1), cursor=True), {"delta": "b"}, raw=False),
+    Req("poll/cursor null", get_output(RUN(1), cursor=None), {"delta": "ab"}, raw=False),
+    Req("poll/cursor ''", get_output(RUN(1), cursor=""), {"delta": "ab"}, raw=False),
+    Req("poll/cursor huge", get_output(RUN(1), cursor=10 ** 20), {"delta": "", "cursor": 2}, raw=False),
+    Req("poll/cursor 1e30", get_output(RUN(1), cursor=1e30), {"delta": "", "cursor": 2}, raw=False),
+    Req("poll/cursor 'abc'", get_output(RUN(1), cursor="abc"),
+        err("ValueError", "invalid literal for int() with base 10: 'abc'")),
+    Req("poll/cursor '1.5'", get_output(RUN(1), cursor="1.5"),
+        err("ValueError", "invalid literal for int() with base 10: '1.5'")),
+    Req("poll/cursor list", get_output(RUN(1), cursor=[1]), {"ok": False, "error_type": "TypeError"}),
+    Req("poll/cursor dict", get_output(RUN(1), cursor={"a": 1}), {"ok": False, "error_type": "TypeError"}),
+    Req("poll/event_cursor 1", get_output(RUN(1), cursor=2, event_cursor=EventCursor(1, 1)), raw=False),
+    Req("poll/event_cursor 3", get_output(RUN(1), cursor=2, event_cursor=EventCursor(1, 3)), raw=False),
+    Req("poll/event_cursor -2", get_output(RUN(1), event_cursor=-2), raw=False),
+    Req("poll/event_cursor 100", get_output(RUN(1), event_cursor=100), {"events": []}, raw=False),
+    Req("poll/event_cursor 'x'", get_output(RUN(1), event_cursor="x"),
+        err("ValueError", "invalid literal for int() with base 10: 'x'")),
+    Req("poll/event_cursor list", get_output(RUN(1), event_cursor=[]), {"ok": True}, raw=False),
+
+    # -- RUN(2): chat with wait ----------------------------------------------
+    ChatWait("wait/chat", chat("s1", "script:say waited here"),
+             {"ok": True, "status": "complete", "output": "waited here", "deltas": ["waited ", "here"]}),
+    Req("wait/get_result", {"action": "get_result", "run_id": RUN(2)}, {"status": "complete"}, raw=False),
+    Req("wait/get_history", {"action": "get_history", "session_id": "s1"}),
+    Req("wait/list", {"action": "list"}),
+
+    # -- RUN(3): gateway approval answered ------------------------------------
+    Start("gateway/chat", chat("s1", "script:approve-gw rm -rf /;say after")),
+    AnswerApproval("gateway/answer", RUN(3), " Once ", {"ok": True, "resolved": True, "choice": "once"}),
+    Finish("gateway/done", RUN(3), {"status": "complete"}),
+    Req("gateway/answer again", {"action": "approval_respond", "approval_id": APPROVAL(1), "choice": "once"},
+        {"ok": True, "resolved": False}),
+
+    # -- RUN(4): terminal (CLI callback) approval answered --------------------
+    Start("cli-approval/chat", chat("s1", "script:approve-cli rm -rf /tmp/x;say after")),
+    AnswerApproval("cli-approval/answer", RUN(4), "SESSION", {"ok": True, "resolved": True, "choice": "session"}),
+    Finish("cli-approval/done", RUN(4), {"status": "complete"}),
+    Req("cli-approval/answer again", {"action": "approval_respond", "approval_id": APPROVAL(2)},
+        {"ok": True, "resolved": False, "choice": "deny"}),
+
+    # -- RUN(5..7): compression answered with messages / error / nothing -------
+    Start("compression/chat", chat("s1", "script:compress;sysmsg", instructions="be brief")),
+    AnswerCompression("compression/answer", RUN(5), {"ok": True, "handled": True},
+                      messages=SUMMARY, system_message="shorter"),
+    Finish("compression/done", RUN(5), {"status": "complete"}),
+    Req("compression/answer again", {"action": "compression_respond", "request_id": REQUEST(1), "messages": []},
+        {"ok": False, "error_type": "RuntimeError"}),
+    Start("compression/error chat", chat("s1", "script:compress;say never", system_message="sys")),
+    AnswerCompression("compression/error answer", RUN(6), {"ok": True, "handled": True}, error="no thanks"),
+    Finish("compression/error done", RUN(6), {"status": "error", "error": "no thanks"}),
+    Start("compression/empty chat", chat("s1", "script:compress")),
+    AnswerCompression("compression/empty answer", RUN(7), {"ok": True, "handled": True}),
+    Finish("compression/empty done", RUN(7), {"status": "error"}),
+
+    # -- RUN(8): a run that raises ---------------------------------------------
+    Run("raise/run", chat("s1", "script:say pre;raise boom"), 8, {"status": "error", "error": "boom"}),
+    Req("raise/history", {"action": "get_history", "session_id": "s1"}),
+
+    # -- RUN(9..10): steer (idle, then while running) ----------------------------
+    Req("steer/idle", {"action": "steer", "session_id": "s1", "text": "  go left  "},
+        {"ok": True, "text": "go left"}),
+    Run("steer/next run", chat("s1", "script:steer-wait 0"), 9, {"output": "steered=go left "}),
+    Start("steer/chat", chat("s2", "script:steer-wait 400")),
+    Req("steer/running", {"action": "steer", "session_id": "s2", "message": " go right "},
+        {"ok": True, "status": "queued", "accepted": True, "text": "go right"}),
+    Finish("steer/done", RUN(10), {"status": "complete", "output": "steered=go right "}),
+
+    # -- RUN(11): interrupt a running turn ---------------------------------------
+    Start("interrupt/chat", chat("s2", "script:say x;sleep 5000;say y")),
+    WaitOutput(RUN(11), "x"),
+    Req("interrupt/running", {"action": "interrupt", "session_id": "s2", "message": "stop"},
+        {"ok": True, "status": "interrupted", "session_id": "s2", "synced": True}),
+    Finish("interrupt/done", RUN(11), {"status": "interrupted"}),
+
+    # -- RUN(12): a chat while the session runs ------------------------------------
+    Start("busy/chat", chat("s3", "script:sleep 300;say z")),
+    Req("busy/second chat", chat("s3", "hi"), err("RuntimeError", "session s3 is already running")),
+    Req("busy/second chat new model", chat("s3", "hi", model="other-model"),
+        err("RuntimeError", "session s3 is already running")),
+    Req("busy/list", {"action": "list"}),
+    Finish("busy/done", RUN(12), {"status": "complete"}),
+
+    # -- RUN(13..14): config change recreates an idle session ----------------------
+    ChatWait("config/new model", chat("s1", "hi", model="other-model"), {"status": "complete"}),
+    Req("config/list", {"action": "list"}),
+    Req("config/old run", {"action": "get_result", "run_id": RUN(1)}, key_err("unknown run", "<run1>"), raw=False),
+    Req("config/history", {"action": "get_history", "session_id": "s1"}),
+    ChatWait("config/same model", chat("s1", "again", model="other-model"), {"status": "complete"}),
+    Req("config/list again", {"action": "list"}),
+
+    # -- RUN(15..18): message shapes -----------------------------------------------
+    ChatWait("message/content blocks", chat("blocks", [
+        {"type": "text", "text": "hello"}, {"type": "image_url", "image_url": {"url": "data:x"}},
+        {"type": "text", "text": "world"}]), {"output": "echo: hello world"}),
+    ChatWait("message/input alias", {"action": "chat", "session_id": "alias", "input": "via input"},
+             {"output": "echo: via input"}),
+    ChatWait("message/unicode", chat("uni", "héllo ✓ 日本 \"q\" \\ \t"), {"status": "complete"}),
+    ChatWait("message/generated session", {"action": "chat", "message": "anon"}, {"status": "complete"}),
+    Req("message/unicode history", {"action": "get_history", "session_id": "uni"}),
+
+    # -- RUN(19): a longer stream polled while it runs ------------------------------
+    Run("stream/run", chat("s4", "script:stream 20 10;say end"), 19, {"status": "complete", "cursor": 21}),
+
+    # -- lifecycle: destroy / destroy_all / shutdown -------------------------------
+    Req("lifecycle/list", {"action": "list"}),
+    Req("lifecycle/destroy", {"action": "destroy", "session_id": "s2"},
+        {"ok": True, "session_id": "s2", "destroyed": True}),
+    Req("lifecycle/destroy again", {"action": "destroy", "session_id": "s2"},
+        {"ok": True, "session_id": "s2", "destroyed": False}),
+    Req("lifecycle/destroy no id", {"action": "destroy"}, {"ok": True, "session_id": "", "destroyed": False}),
+    Req("lifecycle/history after destroy", {"action": "get_history", "session_id": "s2"},
+        key_err("unknown session", "s2")),
+    Req("lifecycle/run after destroy", {"action": "get_result", "run_id": RUN(11)}, raw=False),
+    Req("lifecycle/destroy_all", {"action": "destroy_all"}, {"ok": True}),
+    Req("lifecycle/list after destroy_all", {"action": "list"}, {"ok": True, "sessions": []}),
+    Req("lifecycle/destroy_all again", {"action": "destroy_all"}, {"ok": True, "destroyed": 0}),
+    Shutdown("lifecycle/shutdown"),
+]
+
+# Differences found by this test that are NOT deliberate (not in the brief's
+# list): excluded from the theme comparisons, compared strictly (and expected
+# to fail) in test_unlisted_differences.
+UNLISTED_DIFFERENCES = {
+    "config/old run": "seed: a config change drops the old session's runs (KeyError); ours keeps them",
+    "steer/next run (polled)": "seed: a steer accepted while idle reaches the next run; ours drops it",
+    "steer/next run (get_result)": "same as above",
+}
+
+THEMES = ["basic", "unknown", "respond", "tool", "poll", "wait", "gateway", "cli-approval", "compression",
+          "raise", "steer", "interrupt", "busy", "config", "message", "stream", "lifecycle"]
+
+
+# ---------------------------------------------------------------------------
+# Tests
+# ---------------------------------------------------------------------------
+
+
+class DifferentialTest(unittest.TestCase):
+    maxDiff = None
+    seed: Trace
+    ours: Trace
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls.seed, cls.ours = run_both(MAIN_SCENARIO)
+
+    # -- helpers ---------------------------------------------------------------
+    def assert_same_records(self, seed: Trace, ours: Trace, prefix: str = "",
+                            skip: Any = UNLISTED_DIFFERENCES) -> int:
+        """Normalised answers equal (key order included), raw bytes equal where
+        flagged, and the seed's answer matches the step's expectation."""
+        self.assertEqual([r.label for r in ours.records], [r.label for r in seed.records])
+        compared = 0
+        for s, o in zip(seed.records, ours.records):
+            if not s.label.startswith(prefix):
+                continue
+            for rec in (s, o):
+                if rec.raw:  # both wires are Python's json.dumps(ensure_ascii=False) of what they carry
+                    self.assertEqual(rec.raw, python_dumps(rec.raw), f"{rec.label}: {rec.label} not canonical")
+            if s.label in skip:
+                for key, value in (s.expect or {}).items():
+                    self.assertEqual(s.norm.get(key), value, f"seed: {key} (scenario expectation)")
+                continue
+            compared += 1
+            with self.subTest(step=s.label):
+                self.assertIsNotNone(s.resp, "the seed sent no answer")
+                for key, value in (s.expect or {}).items():
+                    self.assertEqual(s.norm.get(key), value, f"seed: {key} (scenario expectation)")
+                self.assertEqual(o.norm, s.norm)
+                self.assertEqual(json.dumps(o.norm, ensure_ascii=False), json.dumps(s.norm, ensure_ascii=False),
+                                 "key order differs")
+                if s.compare_raw:
+                    self.assertIsNotNone(s.raw_norm)
+                    self.assertEqual(o.raw_norm, s.raw_norm, "raw bytes differ")
+        return compared
+
+    def check_theme(self, theme: str) -> None:
+        self.assertGreater(self.assert_same_records(self.seed, self.ours, theme + "/"), 0)
+
+    def full_events(self, trace: Trace, n: int) -> list[dict]:
+        return trace.full_events[trace.refs["run"][n - 1]]
+
+    # -- the main scenario, one theme per test -----------------------------------
+    def test_every_step_has_a_theme(self) -> None:
+        for rec in self.seed.records:
+            self.assertIn(rec.label.split("/", 1)[0], THEMES, rec.label)
+
+    def test_basic_and_framing(self) -> None:
+        self.check_theme("basic")
+        ping = self.seed.by_label()["basic/ping"].raw_norm
+        self.assertTrue(ping.startswith('{"ok": true, "pong": true, "time": <num>, "agent_root": '), ping)
+
+    def test_unknown_ids(self) -> None:
+        self.check_theme("unknown")
+
+    def test_respond_validation(self) -> None:
+        self.check_theme("respond")
+
+    def test_tool_turn(self) -> None:
+        self.check_theme("tool")
+        names = [e["event"] for e in self.seed.by_label()["tool/turn (get_result)"].norm["events"]]
+        self.assertIn("tool.started", names)
+        self.assertIn("tool.completed", names)
+
+    def test_polling_cursors(self) -> None:
+        self.check_theme("poll")
+        # polling with cursors reassembles the whole text and event log, for every run
+        for trace in (self.seed, self.ours):
+            records = trace.by_label()
+            for label, rec in records.items():
+                if label.endswith(" (polled)"):
+                    with self.subTest(kind=trace.kind, run=label):
+                        result = records[label.replace(" (polled)", " (get_result)")].resp
+                        self.assertEqual(rec.resp["seen_text"], rec.resp["output"])
+                        self.assertEqual(rec.resp["seen_text"], result["output"])
+                        self.assertEqual(rec.resp["seen_events"], result["events"])
+                        self.assertEqual(rec.resp["cursor"], len(result["deltas"]))
+
+    def test_chat_wait(self) -> None:
+        self.check_theme("wait")
+
+    def test_gateway_approval(self) -> None:
+        self.check_theme("gateway")
+        done = self.seed.by_label()["gateway/done (get_result)"].norm
+        self.assertEqual(done["output"], "choice=once after")
+        self.assertEqual([e["event"] for e in done["events"] if e["event"].startswith("approval.")],
+                         ["approval.requested", "approval.resolved"])
+
+    def test_cli_approval(self) -> None:
+        self.check_theme("cli-approval")
+        done = self.seed.by_label()["cli-approval/done (get_result)"].norm
+        self.assertEqual(done["output"], "choice=session after")
+
+    def test_compression(self) -> None:
+        self.check_theme("compression")
+        done = self.seed.by_label()["compression/done (get_result)"].norm
+        self.assertEqual(done["output"], "compressed 1 system='shorter' system=shorter ")
+
+    def test_raise(self) -> None:
+        self.check_theme("raise")
+        result = self.seed.by_label()["raise/run (get_result)"].norm["result"]
+        self.assertEqual(result, {"error": "boom", "traceback": "RuntimeError: boom"})
+
+    def test_steer(self) -> None:
+        self.check_theme("steer")
+
+    def test_interrupt(self) -> None:
+        self.check_theme("interrupt")
+
+    def test_busy_session(self) -> None:
+        self.check_theme("busy")
+
+    def test_config_change(self) -> None:
+        self.check_theme("config")
+        sessions = self.seed.by_label()["config/list"].norm["sessions"]
+        self.assertEqual([s["config"]["model"] for s in sessions if s["session_id"] == "s1"], ["other-model"])
+
+    def test_message_shapes(self) -> None:
+        self.check_theme("message")
+
+    def test_stream(self) -> None:
+        self.check_theme("stream")
+        output = self.seed.by_label()["stream/run (get_result)"].norm["output"]
+        self.assertEqual(output, "".join(f"d{i} " for i in range(20)) + "end")
+
+    def test_lifecycle(self) -> None:
+        self.check_theme("lifecycle")
+
+    @unittest.expectedFailure
+    def test_unlisted_differences(self) -> None:
+        """Differences not in the deliberate list (see UNLISTED_DIFFERENCES): likely bugs in ours."""
+        for label in UNLISTED_DIFFERENCES:
+            self.assert_same_records(self.seed, self.ours, label, skip=())
+
+    # -- deliberate differences ----------------------------------------------------
+    def test_diff1_stream_delta_turn_boundary_step(self) -> None:
+        for n, run_id in enumerate(self.seed.refs["run"], 1):
+            self.assertFalse([e for e in self.seed.full_events[run_id] if is_extra(e)], f"seed RUN({n})")
+        checked = 0
+        for n, run_id in enumerate(self.ours.refs["run"], 1):
+            if run_id not in self.ours.full_events:
+                continue
+            result = json.loads(self.ours.raw_results[run_id]) if run_id in self.ours.raw_results else None
+            deltas = [e["delta"] for e in self.ours.full_events[run_id] if e["event"] == "stream.delta"]
+            if result is not None:
+                with self.subTest(run=n):
+                    self.assertEqual("".join(deltas), result["output"])
+                    self.assertEqual(deltas, [d for d in result["deltas"] if d])
+                    checked += 1
+        self.assertGreater(checked, 5)
+        events = self.full_events(self.ours, 1)
+        names = [e["event"] for e in events]
+        a = events.index({"event": "stream.delta", "delta": "a"})
+        b = events.index({"event": "stream.delta", "delta": "b"})
+        started, completed = names.index("tool.started"), names.index("tool.completed")
+        self.assertLess(a, started)
+        self.assertLess(completed, b)
+        self.assertIn("turn.boundary", names[a:started])
+        self.assertIn("step", names[completed:b])
+        self.assertEqual(events[names.index("turn.boundary")], {"event": "turn.boundary"})
+
+    def test_diff2_gateway_timeout_ms(self) -> None:
+        for trace, expected in ((self.seed, 300_000), (self.ours, DEFAULT_CONFIG["approvals"]["timeout"] * 1000)):
+            requested = events_named(self.full_events(trace, 3), "approval.requested")
+            self.assertEqual([e["timeout_ms"] for e in requested], [expected], trace.kind)
+        # the terminal (CLI) path keeps the seed's 60 s
+        for trace in (self.seed, self.ours):
+            requested = events_named(self.full_events(trace, 4), "approval.requested")
+            self.assertEqual([e["timeout_ms"] for e in requested], [60_000], trace.kind)
+
+    def test_diff3_gateway_approval_timeout(self) -> None:
+        config = {**DEFAULT_CONFIG, "approvals": {"timeout": 1}}
+        # the agent gives up after 1 s; the run must outlive ours' deadline (timeout + 0.5 s)
+        seed, ours = run_both(Run("timeout/run", chat("g", "script:approve-gw rm -rf /;sleep 800;say after"), 1,
+                                  {"status": "complete", "output": "choice=deny after"}), config)
+        seed_events, ours_events = self.full_events(seed, 1), self.full_events(ours, 1)
+        self.assertEqual(events_named(seed_events, "approval.resolved"), [])
+        self.assertEqual([e["timeout_ms"] for e in events_named(seed_events, "approval.requested")], [300_000])
+        requested = events_named(ours_events, "approval.requested")
+        self.assertEqual([e["timeout_ms"] for e in requested], [1000])
+        resolved = events_named(ours_events, "approval.resolved")
+        self.assertEqual(resolved, [{"event": "approval.resolved", "approval_id": requested[0]["approval_id"],
+                                     "choice": "deny", "reason": "timeout"}])
+        self.assertEqual(list(resolved[0]), ["event", "approval_id", "choice", "reason"])
+        self.assertLess(ours_events.index(requested[0]), ours_events.index(resolved[0]))
+        # everything else is the seed's (the extra event also moved ours' event_cursor by one)
+        for rec in ours.records:
+            rec.norm = drop_events(rec.norm, lambda e: e.get("reason") == "timeout")
+            if isinstance(rec.norm, dict) and "event_cursor" in rec.norm:
+                rec.norm["event_cursor"] -= 1
+        self.assert_same_records(seed, ours)
+
+    def test_diff4_non_object_request(self) -> None:
+        with both_bridges() as (seed, ours):
+            s, o = json.loads(seed.raw(b"[1,2]\n")), json.loads(ours.raw(b"[1,2]\n"))
+            self.assertEqual(s, err("AttributeError", "'list' object has no attribute 'get'"))
+            self.assertEqual(o, err("ValueError", "request must be a JSON object, got list"))
+            self.assertEqual(ours.raw(b"[1,2]\n"),
+                             b'{"ok": false, "error": "request must be a JSON object, got list", '
+                             b'"error_type": "ValueError"}\n')
+            for payload in (b'"text"\n', b"5\n", b"null\n"):
+                with self.subTest(payload=payload):
+                    self.assertEqual(json.loads(seed.raw(payload))["error_type"], "AttributeError")
+                    self.assertEqual(json.loads(ours.raw(payload))["error_type"], "ValueError")
+            for payload in (b"{bad\n", b'{"action": "ping"\n', b"nope\n"):
+                with self.subTest(payload=payload):
+                    s, o = json.loads(seed.raw(payload)), json.loads(ours.raw(payload))
+                    self.assertEqual(s["error_type"], "JSONDecodeError")
+                    self.assertEqual(o["error_type"], "JSONDecodeError")
+                    self.assertEqual([list(s), o["ok"]], [["ok", "error", "error_type"], False])
+                    self.assertEqual(list(o), ["ok", "error", "error_type"])
+
+    def test_diff5_status_action(self) -> None:
+        with both_bridges() as (seed, ours):
+            for bridge in (seed, ours):
+                bridge.chat("st", "hi", wait=True, timeout=20)
+            for action in ("status", "status_if_loaded"):
+                with self.subTest(action=action):
+                    self.assertEqual(seed.request({"action": action, "session_id": "st"}),
+                                     err("ValueError", f"unknown action: {action}"))
+                    self.assertEqual(ours.raw((json.dumps({"action": action, "session_id": "nope"}) + "\n").encode()),
+                                     b'{"ok": true, "session_id": "nope", "exists": false, "running": false, '
+                                     b'"message_count": 0}\n')
+                    listed = ours.request({"action": "list"})["sessions"][0]
+                    status = ours.request({"action": action, "session_id": "st"})
+                    self.assertEqual(list(status), ["ok", "session_id", "exists", "running", "current_run_id",
+                                                    "created_at", "last_used_at", "message_count", "config"])
+                    self.assertEqual(status, {"ok": True, "exists": True, **listed})
+            run = ours.chat("st", "script:sleep 300")
+            status = ours.request({"action": "status", "session_id": "st"})
+            self.assertEqual((status["running"], status["current_run_id"]), (True, run["run_id"]))
+            ours.wait_done(run["run_id"])
+
+    def test_diff6_lone_surrogate(self) -> None:
+        with both_bridges() as (seed, ours):
+            runs = {b.kind: b.chat("sur", "script:say ok;surrogate")["run_id"] for b in (seed, ours)}
+            for bridge in (seed, ours):
+                wait_idle(bridge, "sur")
+            for _ in range(2):  # every poll, not just the first
+                for req in (get_output(runs["seed"]), {"action": "get_result", "run_id": runs["seed"]}):
+                    self.assertEqual(seed.raw((json.dumps(req) + "\n").encode()), b"")
+            self.assertEqual(seed.request({"action": "ping"})["ok"], True)  # still serving
+            out = ours.request(get_output(runs["ours"]))
+            self.assertEqual((out["status"], out["output"]), ("complete", "okbad\ufffdtext "))
+            raw = ours.raw((json.dumps({"action": "get_result", "run_id": runs["ours"]}) + "\n").encode())
+            self.assertIn("bad\ufffdtext ".encode(), raw)
+            self.assertNotIn(b"\\ud800", raw)
+            self.assertEqual(json.loads(raw)["deltas"], ["ok", "bad\ufffdtext "])
+
+    def test_diff7_nan(self) -> None:
+        def strict(raw: bytes) -> dict:
+            return json.loads(raw, parse_constant=lambda c: self.fail(f"non-JSON constant {c}"))
+
+        with both_bridges() as (seed, ours):
+            raws = {}
+            for bridge in (seed, ours):
+                run_id = bridge.chat("n", "script:nan")["run_id"]
+                bridge.wait_done(run_id)
+                raws[bridge.kind] = bridge.raw((json.dumps({"action": "get_result", "run_id": run_id}) + "\n").encode())
+            self.assertIn(b'"score": NaN', raws["seed"])
+            self.assertTrue(math.isnan(json.loads(raws["seed"])["result"]["score"]))
+            self.assertIn(b'"score": null', raws["ours"])
+            self.assertNotIn(b"NaN", raws["ours"])
+            self.assertIsNone(strict(raws["ours"])["result"]["score"])
+
+    def test_diff8_stale_interrupt(self) -> None:
+        with both_bridges() as (seed, ours):
+            answers = {}
+            for bridge in (seed, ours):
+                bridge.chat("si", "hi", wait=True, timeout=20)
+                answers[bridge.kind] = bridge.request({"action": "interrupt", "session_id": "si"})
+            self.assertEqual(answers["seed"], {"ok": True, "status": "interrupted", "session_id": "si", "synced": True})
+            self.assertEqual(answers["ours"], answers["seed"])
+            s = seed.chat("si", "script:say after", wait=True, timeout=20)
+            o = ours.chat("si", "script:say after", wait=True, timeout=20)
+            self.assertEqual((s["status"], s["output"]), ("interrupted", ""))
+            self.assertEqual((o["status"], o["output"]), ("complete", "after"))
+
+    def test_diff9_compression_reply_without_system_message(self) -> None:
+        seed, ours = run_both([
+            Start("c/chat", chat("c", "script:compress;say end", instructions="be brief")),
+            AnswerCompression("c/answer", RUN(1), {"ok": True, "handled": True}, messages=SUMMARY),
+            Finish("c/done", RUN(1), {"status": "complete"}),
+        ])
+        seed_done, ours_done = seed.by_label()["c/done (get_result)"], ours.by_label()["c/done (get_result)"]
+        self.assertEqual(seed_done.norm["output"], "compressed 1 system=None end")
+        self.assertEqual(ours_done.norm["output"], "compressed 1 system='be brief' end")
+        # apart from that text, the same: events, status, the answer
+        for s, o in zip(seed.records, ours.records):
+            with self.subTest(step=s.label):
+                for key in ("ok", "status", "request_id", "handled", "error"):
+                    self.assertEqual(o.norm.get(key), s.norm.get(key), key)
+                for key in ("events", "seen_events"):
+                    self.assertEqual(without_text_events(o.norm.get(key)), without_text_events(s.norm.get(key)), key)
+
+    def test_diff10_wait_with_bad_timeout(self) -> None:
+        with both_bridges() as (seed, ours):
+            req = chat("t", "script:say x", wait=True, timeout="abc")
+            expected = err("ValueError", "could not convert string to float: 'abc'")
+            self.assertEqual(seed.request(req), expected)
+            self.assertEqual(ours.request(req), expected)
+            # the seed started a run anyway; ours did not
+            self.assertEqual(wait_idle(seed, "t")["message_count"], 2)
+            time.sleep(0.2)  # time enough for a run to have shown up
+            self.assertEqual(ours.request({"action": "list"}), {"ok": True, "sessions": []})
+            self.assertEqual(ours.request({"action": "get_history", "session_id": "t"}),
+                             key_err("unknown session", "t"))
+            self.assertEqual([e for e in ours.agent_log_entries() if e.get("op") == "run"], [])
+
+    def test_ready_line(self) -> None:
+        for transport in ("ipc", "tcp"):
+            with self.subTest(transport=transport):
+                with Bridge(kind="seed", transport=transport) as seed, Bridge(kind="ours", transport=transport) as ours:
+                    self.assertEqual(seed.ready_line,
+                                     '{"event": "ready", "endpoint": "%s"}\n' % seed.endpoint)
+                    self.assertEqual(ours.ready_line,
+                                     '{"event": "ready", "endpoint": "%s"}\n' % ours.endpoint)
+
+
+def without_text_events(events: Any) -> Any:
+    """Events minus the ones that carry streamed text (reasoning.available)."""
+    if not isinstance(events, list):
+        return events
+    return [e for e in events if e.get("event") != "reasoning.available"]
+
+
+def drop_events(obj: Any, pred) -> Any:
+    if isinstance(obj, list):
+        return [drop_events(v, pred) for v in obj if not (isinstance(v, dict) and "event" in v and pred(v))]
+    if isinstance(obj, dict):
+        return {k: drop_events(v, pred) for k, v in obj.items()}
+    return obj
+
+
+if __name__ == "__main__":
+    unittest.main()
