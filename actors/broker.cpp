@@ -29,8 +29,13 @@ namespace {
 
 constexpr std::chrono::seconds session_reply_limit{5};
 
+std::chrono::milliseconds read_sweep_period(std::chrono::milliseconds read_timeout) {
+  return std::clamp(read_timeout / 4, std::chrono::milliseconds(10), std::chrono::milliseconds(1000));
+}
+
 struct connection {
   protocol::line_reader reader;
+  std::chrono::steady_clock::time_point opened = std::chrono::steady_clock::now();
   bool answered = false; // one request per connection: later bytes are ignored
 };
 
@@ -426,17 +431,39 @@ void on_data(broker_actor* self, const caf::io::new_data_msg& msg) {
   if (it == st.connections.end() || it->second.answered)
     return;
   auto& conn = it->second;
-  if (!conn.reader.feed(std::string_view(msg.buf.data(), msg.buf.size()))) {
+  conn.reader.feed(std::string_view(msg.buf.data(), msg.buf.size()));
+  auto line = conn.reader.next_line();
+  if (conn.reader.overflowed()) {
     conn.answered = true;
     return respond_error(self, msg.handle,
                          protocol::value_error("request line exceeds " +
                                                std::to_string(conn.reader.max_line_bytes()) +
                                                " bytes (--max-line-bytes)"));
   }
-  if (auto line = conn.reader.next_line()) {
+  if (line) {
     conn.answered = true;
     dispatch(self, msg.handle, *line);
   }
+}
+
+// A client that never completes its request line gets an error instead of
+// holding a connection forever. One sweep per period, not a timer per
+// connection, keeps the cost flat at high request rates.
+void expire_silent_connections(broker_actor* self) {
+  auto& st = self->state;
+  auto limit = st.settings->read_timeout;
+  auto now = std::chrono::steady_clock::now();
+  std::vector<int64_t> expired;
+  for (auto& [id, conn] : st.connections)
+    if (!conn.answered && now - conn.opened >= limit)
+      expired.push_back(id);
+  for (int64_t id : expired) {
+    st.connections.at(id).answered = true;
+    respond(self, handle::from_int(id),
+            error_line("RuntimeError",
+                       "no complete request line within " + std::to_string(limit.count()) + " ms"));
+  }
+  self->delayed_send(self, read_sweep_period(limit), read_due_atom::value);
 }
 
 void stop_serving(broker_actor* self) {
@@ -468,26 +495,17 @@ caf::behavior broker_behavior(broker_actor* self, int listen_fd,
   st.links = std::move(links);
   st.acceptor = self->add_doorman(static_cast<caf::io::network::native_socket>(listen_fd));
   self->delayed_send(self, st.settings->gc_interval, tick_atom::value);
+  self->delayed_send(self, read_sweep_period(st.settings->read_timeout), read_due_atom::value);
   return {
     [=](const caf::io::new_connection_msg& msg) {
       auto& st = self->state;
       st.connections.emplace(msg.handle.id(), connection{protocol::line_reader(st.settings->max_line_bytes)});
       self->configure_read(msg.handle, caf::io::receive_policy::at_most(65536));
-      self->delayed_send(self, st.settings->read_timeout, read_due_atom::value, msg.handle.id());
     },
     [=](const caf::io::new_data_msg& msg) { on_data(self, msg); },
     [=](const caf::io::connection_closed_msg& msg) { self->state.connections.erase(msg.handle.id()); },
     [=](const caf::io::acceptor_closed_msg&) {},
-    [=](read_due_atom, int64_t id) {
-      auto it = self->state.connections.find(id);
-      if (it != self->state.connections.end() && !it->second.answered) {
-        it->second.answered = true;
-        respond(self, handle::from_int(id),
-                error_line("RuntimeError", "no complete request line within " +
-                                             std::to_string(self->state.settings->read_timeout.count()) +
-                                             " ms"));
-      }
-    },
+    [=](read_due_atom) { expire_silent_connections(self); },
     [=](approval_atom, const std::string& run_id, const std::string& session_id,
         const std::string& request, int64_t timeout_ms) {
       return open_question(self, question::kind::terminal_approval, run_id,

@@ -89,6 +89,25 @@ class Concurrency(unittest.TestCase):
             self.assertEqual(box["value"]["status"], "running")
 
 
+class MisbehavingClients(unittest.TestCase):
+    def test_half_sent_request_times_out_without_blocking_others(self):
+        with Bridge(args=["--read-timeout-ms", "300"]) as b:
+            stalled = b.connect()
+            stalled.sendall(b'{"action": "pi')
+            self.assertTrue(b.request({"action": "ping"})["pong"])
+            reply = json.loads(stalled.recv(65536))
+            self.assertEqual(reply, {"ok": False, "error": "no complete request line within 300 ms",
+                                     "error_type": "RuntimeError"})
+            stalled.close()
+
+    def test_overlong_request_line_is_refused(self):
+        with Bridge(args=["--max-line-bytes", "1000"]) as b:
+            reply = b.raw_json(b'{"action": "ping", "pad": "' + b"x" * 5000 + b'"}\n')
+            self.assertEqual(reply["error_type"], "ValueError")
+            self.assertIn("exceeds 1000 bytes", reply["error"])
+            self.assertTrue(b.request({"action": "ping", "pad": "x" * 500})["pong"])
+
+
 class AgentContract(unittest.TestCase):
     def test_threads_kwargs_and_turn_preparation(self):
         with Bridge() as b:
