@@ -220,14 +220,17 @@ void compression_respond(broker_actor* self, handle h, const json& req) {
   respond(self, h, object_writer{}.boolean("ok", true).str("request_id", id).boolean("handled", true).finish());
 }
 
+session_links links_for_sessions(broker_actor* self) {
+  return session_links{caf::actor_cast<caf::actor>(self), self->state.links.writer,
+                       self->state.links.readers.front()};
+}
+
 caf::actor session_for(broker_actor* self, const std::string& id) {
   auto& st = self->state;
   auto it = st.sessions.find(id);
   if (it != st.sessions.end())
     return it->second;
-  auto session = spawn_session(self->system(), id,
-                               session_links{caf::actor_cast<caf::actor>(self), st.links.writer,
-                                             st.links.readers.front()});
+  auto session = spawn_session(self->system(), id, links_for_sessions(self));
   st.sessions.emplace(id, session);
   return session;
 }
@@ -482,17 +485,24 @@ void collect_idle_sessions(broker_actor* self) {
     std::string sid = id;
     caf::actor which = session;
     self->request(which, session_reply_limit, gc_atom::value, idle)
-      .then([=](bool collected) { if (collected) forget_session(self, sid, which); },
+      .then([=](bool collected) {
+              if (collected)
+                std::cerr << "hermes-bridge: idle session " << sid << " released its agent" << std::endl;
+            },
             [](caf::error&) {});
   }
   self->delayed_send(self, self->state.settings->gc_interval, tick_atom::value);
 }
 
 caf::behavior broker_behavior(broker_actor* self, int listen_fd,
-                              std::shared_ptr<const daemon_settings> settings, broker_links links) {
+                              std::shared_ptr<const daemon_settings> settings, broker_links links,
+                              std::shared_ptr<const known_sessions> dormant) {
   auto& st = self->state;
   st.settings = std::move(settings);
   st.links = std::move(links);
+  for (const auto& row : *dormant)
+    st.sessions.emplace(row.session_id,
+                        spawn_dormant_session(self->system(), row, links_for_sessions(self)));
   st.acceptor = self->add_doorman(static_cast<caf::io::network::native_socket>(listen_fd));
   self->delayed_send(self, st.settings->gc_interval, tick_atom::value);
   self->delayed_send(self, read_sweep_period(st.settings->read_timeout), read_due_atom::value);
@@ -560,8 +570,10 @@ caf::behavior broker_behavior(broker_actor* self, int listen_fd,
 } // namespace
 
 caf::actor spawn_broker(caf::actor_system& sys, int listen_fd,
-                        std::shared_ptr<const daemon_settings> settings, broker_links links) {
-  return sys.middleman().spawn_broker(broker_behavior, listen_fd, std::move(settings), std::move(links));
+                        std::shared_ptr<const daemon_settings> settings, broker_links links,
+                        const known_sessions& dormant) {
+  return sys.middleman().spawn_broker(broker_behavior, listen_fd, std::move(settings), std::move(links),
+                                      std::make_shared<const known_sessions>(dormant));
 }
 
 } // namespace hb::actors

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "actors/vocabulary.hpp"
+#include "storage/log_writer.hpp"
 
 #include <caf/actor.hpp>
 
@@ -21,7 +22,11 @@ struct broker_links {
   std::function<void()> request_stop; // the `shutdown` action
 };
 
+// Sessions the event log knows from before this start, served as dormant.
+using known_sessions = std::vector<storage::session_row>;
+
 caf::actor spawn_broker(caf::actor_system& sys, int listen_fd,
-                        std::shared_ptr<const daemon_settings> settings, broker_links links);
+                        std::shared_ptr<const daemon_settings> settings, broker_links links,
+                        const known_sessions& dormant);
 
 } // namespace hb::actors

@@ -37,7 +37,7 @@ void wait_for_stop() {
 } // namespace
 
 int serve(const daemon_settings& settings, int listen_fd, std::shared_ptr<storage::log_writer> log,
-          const std::function<void()>& announce_ready) {
+          const std::vector<storage::session_row>& dormant, const std::function<void()>& announce_ready) {
   if (::pipe2(stop_pipe, O_CLOEXEC) != 0) {
     std::perror("hermes-bridge: pipe");
     return 1;
@@ -59,7 +59,7 @@ int serve(const daemon_settings& settings, int listen_fd, std::shared_ptr<storag
   for (size_t i = 0; i < std::max<size_t>(1, settings.readers); ++i)
     links.readers.push_back(spawn_log_reader(sys, settings.db_path));
   links.request_stop = request_stop;
-  auto broker = spawn_broker(sys, listen_fd, shared, links);
+  auto broker = spawn_broker(sys, listen_fd, shared, links, dormant);
   announce_ready();
 
   wait_for_stop();

@@ -6,15 +6,17 @@
 
 #include <functional>
 #include <memory>
+#include <vector>
 
 namespace hb::storage {
 class log_writer;
+struct session_row;
 }
 
 namespace hb::actors {
 
 // Returns the process exit code. `announce_ready` runs once the socket is served.
 int serve(const daemon_settings& settings, int listen_fd, std::shared_ptr<storage::log_writer> log,
-          const std::function<void()>& announce_ready);
+          const std::vector<storage::session_row>& dormant, const std::function<void()>& announce_ready);
 
 } // namespace hb::actors

@@ -144,6 +144,15 @@ caf::behavior log_reader_actor(reader_actor* self, std::string path) {
     [=](result_atom, const std::string& run_id) {
       return answer_from_log(self, run_id, 0, get_result_line);
     },
+    [=](history_atom, const std::string& session_id) -> caf::result<std::string> {
+      try {
+        if (!self->state.log)
+          throw std::runtime_error("event log is not open for reading");
+        return self->state.log->read_history(session_id);
+      } catch (const std::exception& e) {
+        return caf::make_error(caf::sec::runtime_error, e.what());
+      }
+    },
   };
 }
 

@@ -38,6 +38,8 @@ struct session_state {
   bool created = false;   // an agent was built and the session is listed
   bool busy = false;      // building the agent or running a turn
   bool destroyed = false; // dropped by the broker; lives on only to finish its run
+  bool dormant = false;   // known from the log or idle-collected: listed, no agent yet
+  bool history_loaded = true; // false for dormant sessions until someone needs it
   std::string run_id;     // the live run, empty when idle
   double created_at = 0;
   double last_used_at = 0;
@@ -61,6 +63,15 @@ std::string interrupted_line(const std::string& id, bool synced) {
     .str("status", "interrupted")
     .str("session_id", id)
     .boolean("synced", synced)
+    .finish();
+}
+
+std::string steer_line(bool accepted, const std::string& text) {
+  return object_writer{}
+    .boolean("ok", true)
+    .str("status", accepted ? "queued" : "rejected")
+    .boolean("accepted", accepted)
+    .str("text", text)
     .finish();
 }
 
@@ -121,6 +132,7 @@ void start_run(session_actor* self, chat_plan plan, caf::response_promise rp) {
         auto& st = self->state;
         st.run_id = run_id;
         st.last_used_at = started;
+        persist(self);
         if (plan.wait) {
           st.waiting.emplace(run_id, rp);
           if (plan.timeout > 0)
@@ -151,10 +163,49 @@ void adopt_config(session_state& st, const std::string& config) {
   st.provider = text("provider");
 }
 
+std::string resumed_config(const std::string& config, int64_t message_count) {
+  auto doc = json::parse(config, nullptr, false);
+  if (!doc.is_object())
+    return config;
+  doc["resumed"] = true;
+  doc["resumed_message_count"] = message_count;
+  return protocol::dumps(doc);
+}
+
+// A resumed session continues its stored conversation unless the client
+// sends its own history (Hermes Studio always does and keeps control).
+void start_with_history(session_actor* self, chat_plan plan, caf::response_promise rp) {
+  auto& st = self->state;
+  json req = json::parse(plan.request);
+  if (!protocol::field(req, "conversation_history").is_null() || st.message_count == 0)
+    return start_run(self, std::move(plan), rp);
+  auto inject = [self, req](const std::string& history, chat_plan plan, caf::response_promise rp) mutable {
+    req["conversation_history"] = json::parse(history, nullptr, false);
+    if (!req["conversation_history"].is_array())
+      req["conversation_history"] = json::array();
+    plan.request = protocol::dumps(req);
+    start_run(self, std::move(plan), rp);
+  };
+  if (st.history_loaded)
+    return inject(st.history, std::move(plan), rp);
+  self->request(st.links.reader, caf::infinite, history_atom::value, st.id)
+    .then(
+      [=](std::string& history) mutable {
+        self->state.history = history;
+        self->state.history_loaded = true;
+        inject(history, plan, rp);
+      },
+      [=](caf::error& err) mutable {
+        self->state.busy = false;
+        rp.deliver(error_line("RuntimeError", "event log read failed: " + caf::to_string(err)), true);
+      });
+}
+
 void build_then_start(session_actor* self, std::string profile, std::string model,
                       std::string provider, chat_plan plan, caf::response_promise rp) {
   auto built = std::make_shared<agent_ptr>();
   std::string id = self->state.id;
+  bool resume = self->state.dormant;
   blocking_call(self,
                 [=]() -> call_outcome {
                   std::string config;
@@ -172,25 +223,36 @@ void build_then_start(session_actor* self, std::string profile, std::string mode
         // old agent goes whether or not the new one can be built.
         release_agent(self);
         if (!ok || st.destroyed) {
-          st.created = false;
           st.busy = false;
+          if (!resume)
+            st.created = false; // a dormant session stays listed and resumable
           if (auto agent = std::move(*built))
             blocking_detach(self, [agent]() mutable { agent.reset(); });
           rp.deliver(ok ? error_line("RuntimeError", "session " + id + " was destroyed")
                         : error_line(config_or_type, message),
-                     false);
+                     st.created);
           if (st.destroyed)
             finish_destroy(self);
           return;
         }
         st.agent = std::move(*built);
         st.created = true;
-        st.created_at = st.last_used_at = now_seconds();
-        adopt_config(st, config_or_type);
-        st.history = "[]";
-        st.message_count = 0;
+        st.dormant = false;
+        st.last_used_at = now_seconds();
+        if (resume) {
+          adopt_config(st, resumed_config(config_or_type, st.message_count));
+        } else {
+          st.created_at = st.last_used_at;
+          adopt_config(st, config_or_type);
+          st.history = "[]";
+          st.history_loaded = true;
+          st.message_count = 0;
+        }
         persist(self);
-        start_run(self, std::move(plan), rp);
+        if (resume)
+          start_with_history(self, std::move(plan), rp);
+        else
+          start_run(self, std::move(plan), rp);
       },
       [=](caf::error& err) mutable {
         self->state.busy = false;
@@ -222,8 +284,14 @@ void on_chat(session_actor* self, const std::string& request, caf::response_prom
   }
   bool changed = (!profile.empty() && profile != st.profile) || (!model.empty() && model != st.model) ||
                  (!provider.empty() && provider != st.provider);
+  if (st.dormant && !changed) {
+    // Rebuilt as it was: same profile, model and provider.
+    profile = st.profile;
+    model = st.model;
+    provider = st.provider;
+  }
   st.busy = true;
-  if (!st.created || changed)
+  if (!st.created || st.dormant || changed)
     build_then_start(self, profile, model, provider, std::move(plan), rp);
   else
     start_run(self, std::move(plan), rp);
@@ -280,6 +348,8 @@ void with_agent(session_actor* self, caf::response_promise rp, Op op, OnDone on_
 }
 
 void on_interrupt(session_actor* self, const std::string& message, caf::response_promise rp) {
+  if (self->state.dormant) // nothing runs, nothing to stop
+    return rp.deliver(interrupted_line(self->state.id, true));
   with_agent(
     self, rp,
     [message](bridge::agent_session& agent) {
@@ -299,17 +369,13 @@ void on_interrupt(session_actor* self, const std::string& message, caf::response
 }
 
 void on_steer(session_actor* self, const std::string& text, caf::response_promise rp) {
+  if (self->state.dormant) // no turn to steer
+    return rp.deliver(steer_line(false, text));
   with_agent(
     self, rp,
     [text](bridge::agent_session& agent) { return std::string(agent.steer(text) ? "yes" : ""); },
     [text](const std::string& accepted, caf::response_promise& rp) {
-      bool yes = !accepted.empty();
-      rp.deliver(object_writer{}
-                   .boolean("ok", true)
-                   .str("status", yes ? "queued" : "rejected")
-                   .boolean("accepted", yes)
-                   .str("text", text)
-                   .finish());
+      rp.deliver(steer_line(!accepted.empty(), text));
     });
 }
 
@@ -330,9 +396,19 @@ void stop_turn(session_actor* self, const std::string& why) {
   self->send(st.links.broker, cancel_atom::value, st.id, why);
 }
 
-caf::behavior session_behavior(session_actor* self, std::string id, session_links links) {
-  self->state.id = std::move(id);
-  self->state.links = std::move(links);
+caf::behavior session_behavior(session_actor* self, std::string id, session_links links,
+                               std::shared_ptr<const storage::session_row> dormant) {
+  auto& st = self->state;
+  st.id = std::move(id);
+  st.links = std::move(links);
+  if (dormant) {
+    st.created = st.dormant = true;
+    st.history_loaded = false;
+    st.created_at = dormant->created_at;
+    st.last_used_at = dormant->last_used_at;
+    st.message_count = dormant->message_count;
+    adopt_config(st, dormant->config);
+  }
   return {
     [=](chat_atom, const std::string& request) {
       auto rp = self->make_response_promise();
@@ -386,11 +462,24 @@ caf::behavior session_behavior(session_actor* self, std::string id, session_link
       on_steer(self, text, rp);
       return rp;
     },
-    [=](history_atom) -> std::string {
+    [=](history_atom) {
+      auto rp = self->make_response_promise();
       auto& st = self->state;
-      if (!st.created)
-        return error_line(protocol::key_error("unknown session: " + st.id));
-      return object_writer{}.boolean("ok", true).str("session_id", st.id).raw("history", st.history).finish();
+      auto answer = [id = st.id](const std::string& history) {
+        return object_writer{}.boolean("ok", true).str("session_id", id).raw("history", history).finish();
+      };
+      if (!st.created) {
+        rp.deliver(error_line(protocol::key_error("unknown session: " + st.id)));
+      } else if (st.history_loaded) {
+        rp.deliver(answer(st.history));
+      } else {
+        self->request(st.links.reader, caf::infinite, history_atom::value, st.id)
+          .then([=](std::string& history) mutable { rp.deliver(answer(history)); },
+                [=](caf::error& err) mutable {
+                  rp.deliver(error_line("RuntimeError", "event log read failed: " + caf::to_string(err)));
+                });
+      }
+      return rp;
     },
     [=](status_atom) {
       auto& st = self->state;
@@ -410,11 +499,14 @@ caf::behavior session_behavior(session_actor* self, std::string id, session_link
       return existed;
     },
     [=](gc_atom, int64_t idle_seconds) {
+      // Collecting frees the agent; the session stays listed and resumes on
+      // its next chat, exactly as after a restart.
       auto& st = self->state;
-      if (st.busy || now_seconds() - st.last_used_at < static_cast<double>(idle_seconds))
+      if (st.busy || st.dormant || !st.agent ||
+          now_seconds() - st.last_used_at < static_cast<double>(idle_seconds))
         return false;
-      st.destroyed = true;
-      finish_destroy(self);
+      release_agent(self);
+      st.dormant = true;
       return true;
     },
     [=](drain_atom) {
@@ -435,7 +527,13 @@ caf::behavior session_behavior(session_actor* self, std::string id, session_link
 
 caf::actor spawn_session(caf::actor_system& sys, const std::string& session_id,
                          const session_links& links) {
-  return sys.spawn(session_behavior, session_id, links);
+  return sys.spawn(session_behavior, session_id, links, std::shared_ptr<const storage::session_row>());
+}
+
+caf::actor spawn_dormant_session(caf::actor_system& sys, const storage::session_row& row,
+                                 const session_links& links) {
+  return sys.spawn(session_behavior, row.session_id, links,
+                   std::make_shared<const storage::session_row>(row));
 }
 
 std::string unknown_session_status_line(const std::string& session_id) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "actors/vocabulary.hpp"
+#include "storage/log_writer.hpp"
 
 #include <caf/actor.hpp>
 
@@ -21,6 +22,11 @@ struct session_links {
 
 caf::actor spawn_session(caf::actor_system& sys, const std::string& session_id,
                          const session_links& links);
+
+// A session known from the event log: listed, resumable, no agent until its
+// next chat, which rebuilds it with the same profile, model and provider.
+caf::actor spawn_dormant_session(caf::actor_system& sys, const storage::session_row& row,
+                                 const session_links& links);
 
 // Response lines the broker also needs for sessions it does not know.
 std::string unknown_session_status_line(const std::string& session_id);

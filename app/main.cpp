@@ -1,15 +1,19 @@
 // hermes-bridge: the command line. Parses flags, prepares the event log and
 // the embedded Python, binds the socket, then hands over to the actors.
 #include "actors/daemon.hpp"
+#include "actors/vocabulary.hpp"
 #include "bridge/python/embedded_agent.hpp"
 #include "protocol/endpoint.hpp"
 #include "protocol/json_text.hpp"
+#include "storage/log_reader.hpp"
 #include "storage/log_writer.hpp"
+#include "storage/recovery.hpp"
 
 #include <CLI/CLI.hpp>
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -56,7 +60,32 @@ struct serve_flags {
   int64_t gc_interval_s = 60;
   int64_t read_timeout_ms = 30'000;
   size_t max_line_bytes = 64u << 20;
+  bool skip_integrity_check = false;
 };
+
+// Settles what the last run of the daemon left open and loads its sessions.
+bool recover(hb::storage::log_writer& log, const std::string& db_path, bool skip_integrity_check,
+             std::vector<hb::storage::session_row>& sessions) {
+  auto started = std::chrono::steady_clock::now();
+  auto& db = log.database();
+  if (!skip_integrity_check) {
+    std::string verdict = hb::storage::check_integrity(db);
+    if (verdict != "ok") {
+      std::cerr << "hermes-bridge: event log " << db_path << " is damaged: " << verdict << "\n"
+                << "  Move it aside (and recover what you can with: sqlite3 " << db_path
+                << " .recover), or start with --skip-integrity-check to serve it as it is." << std::endl;
+      return false;
+    }
+  }
+  auto report = hb::storage::recover_open_runs(db, hb::actors::now_seconds());
+  sessions = hb::storage::load_sessions(db);
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+  std::cerr << "hermes-bridge: recovered in " << ms.count() << " ms: " << report.runs_interrupted
+            << " live runs interrupted, " << report.approvals_denied << " approvals denied, "
+            << report.compressions_failed << " compressions failed, " << sessions.size()
+            << " sessions dormant" << std::endl;
+  return true;
+}
 
 int run_serve(const serve_flags& flags, int ready_fd) {
   hb::protocol::endpoint endpoint;
@@ -70,11 +99,14 @@ int run_serve(const serve_flags& flags, int ready_fd) {
   std::string db_path = flags.db.empty() ? home + "/hermes-bridge/events.db" : absolute(flags.db);
 
   std::shared_ptr<hb::storage::log_writer> log;
+  std::vector<hb::storage::session_row> dormant;
   try {
     std::filesystem::create_directories(std::filesystem::path(db_path).parent_path());
     hb::storage::writer_options options;
     options.synchronous = flags.synchronous;
     log = std::make_shared<hb::storage::log_writer>(db_path, options);
+    if (!recover(*log, db_path, flags.skip_integrity_check, dormant))
+      return 1;
   } catch (const std::exception& e) {
     std::cerr << "hermes-bridge: cannot open event log " << db_path << ": " << e.what() << std::endl;
     return 1;
@@ -106,7 +138,7 @@ int run_serve(const serve_flags& flags, int ready_fd) {
   settings.gc_interval = std::chrono::seconds(flags.gc_interval_s);
   std::cerr << "hermes-bridge: event log " << db_path << std::endl;
 
-  return hb::actors::serve(settings, listen_fd, std::move(log), [&] {
+  return hb::actors::serve(settings, listen_fd, std::move(log), dormant, [&] {
     std::string line = hb::protocol::object_writer{}
                          .str("event", "ready")
                          .str("endpoint", flags.endpoint)
@@ -166,6 +198,8 @@ int main(int argc, char** argv) {
     ->envname("HERMES_BRIDGE_MAX_LINE_BYTES")
     ->check(CLI::PositiveNumber)
     ->capture_default_str();
+  serve->add_flag("--skip-integrity-check", flags.skip_integrity_check,
+                  "start even when the event log fails SQLite's quick_check");
   serve->footer(
     "Prints {\"event\": \"ready\", \"endpoint\": ...} on stdout once it listens; logs go to stderr.\n"
     "Stops on the `shutdown` action, SIGTERM or SIGINT: live runs are interrupted, the log flushed.\n"

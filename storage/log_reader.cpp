@@ -14,6 +14,31 @@ log_reader::log_reader(const std::string& path)
     db_, "SELECT body FROM events WHERE run_no=? AND seq>=? ORDER BY seq");
   event_count_ = std::make_unique<SQLite::Statement>(
     db_, "SELECT coalesce(max(seq) + 1, 0) FROM events WHERE run_no=?");
+  history_ = std::make_unique<SQLite::Statement>(db_, "SELECT history FROM sessions WHERE session_id=?");
+}
+
+std::string log_reader::read_history(const std::string& session_id) {
+  history_->reset();
+  history_->bind(1, session_id);
+  std::string history = history_->executeStep() ? history_->getColumn(0).getString() : "[]";
+  history_->reset();
+  return history;
+}
+
+std::vector<session_row> load_sessions(SQLite::Database& db) {
+  std::vector<session_row> rows;
+  SQLite::Statement q(db, "SELECT session_id, created_at, last_used_at, config, message_count"
+                          " FROM sessions WHERE destroyed=0 ORDER BY created_at");
+  while (q.executeStep()) {
+    session_row row;
+    row.session_id = q.getColumn(0).getString();
+    row.created_at = q.getColumn(1).getDouble();
+    row.last_used_at = q.getColumn(2).getDouble();
+    row.config = q.getColumn(3).getString();
+    row.message_count = q.getColumn(4).getInt64();
+    rows.push_back(std::move(row));
+  }
+  return rows;
 }
 
 std::optional<run_snapshot> log_reader::read_run(const std::string& run_id, int64_t event_from) {

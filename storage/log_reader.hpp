@@ -3,6 +3,8 @@
 // committed snapshot: a client can never see `done` without the last delta.
 #pragma once
 
+#include "storage/log_writer.hpp"
+
 #include <SQLiteCpp/SQLiteCpp.h>
 
 #include <cstdint>
@@ -32,10 +34,15 @@ public:
 
   // Deltas from 0 and events from event_from (clamped to the run's count).
   std::optional<run_snapshot> read_run(const std::string& run_id, int64_t event_from);
+  // A session's stored history (JSON array), "[]" when there is none.
+  std::string read_history(const std::string& session_id);
 
 private:
   SQLite::Database db_;
-  std::unique_ptr<SQLite::Statement> run_, deltas_, events_, event_count_;
+  std::unique_ptr<SQLite::Statement> run_, deltas_, events_, event_count_, history_;
 };
+
+// Sessions not destroyed, oldest first, without their history (loaded on demand).
+std::vector<session_row> load_sessions(SQLite::Database& db);
 
 } // namespace hb::storage

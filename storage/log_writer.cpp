@@ -1,38 +1,14 @@
 #include "storage/log_writer.hpp"
 
-#include "storage/schema.hpp"
+#include "storage/log_file.hpp"
 
 #include <stdexcept>
 
 namespace hb::storage {
 
-void prepare_log(SQLite::Database& db, const writer_options& options) {
-  db.setBusyTimeout(5000);
-  std::string mode = db.execAndGet("PRAGMA journal_mode=WAL").getString();
-  if (mode != "wal")
-    throw std::runtime_error("event log: cannot switch to WAL mode (got " + mode + ")");
-  const std::string& sync = options.synchronous;
-  if (sync != "OFF" && sync != "NORMAL" && sync != "FULL" && sync != "EXTRA")
-    throw std::runtime_error("event log: synchronous must be OFF, NORMAL, FULL or EXTRA, not " + sync);
-  db.exec("PRAGMA synchronous=" + sync);
-  db.exec(schema_sql);
-  SQLite::Statement get(db, "SELECT value FROM meta WHERE key='schema_version'");
-  if (get.executeStep()) {
-    int found = std::stoi(get.getColumn(0).getString());
-    if (found > schema_version)
-      throw std::runtime_error("event log " + db.getFilename() + " has schema version " +
-                               std::to_string(found) + ", newer than this hermes-bridge (" +
-                               std::to_string(schema_version) +
-                               "); upgrade hermes-bridge or point --db at another file");
-  } else {
-    db.exec("INSERT INTO meta(key, value) VALUES('schema_version', '" +
-            std::to_string(schema_version) + "')");
-  }
-}
-
 log_writer::log_writer(const std::string& path, const writer_options& options)
   : db_(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE | SQLite::OPEN_FULLMUTEX) {
-  prepare_log(db_, options);
+  prepare_log(db_, options.synchronous);
   insert_run_ = std::make_unique<SQLite::Statement>(
     db_, "INSERT INTO runs(run_id, session_id, status, started_at) VALUES(?, ?, 'running', ?)");
   insert_delta_ = std::make_unique<SQLite::Statement>(

@@ -50,6 +50,9 @@ public:
   void rollback();
   size_t pending_rows() const { return pending_rows_; }
 
+  // For start-up work (recovery, loading sessions) before appends begin.
+  SQLite::Database& database() { return db_; }
+
 private:
   struct open_run_state {
     int64_t run_no;
@@ -67,9 +70,5 @@ private:
   bool in_tx_ = false;
   size_t pending_rows_ = 0;
 };
-
-// Opens (creating if needed) a log, checks its schema version, sets WAL.
-// Throws std::runtime_error with a clear message for a newer schema.
-void prepare_log(SQLite::Database& db, const writer_options& options);
 
 } // namespace hb::storage

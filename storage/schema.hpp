@@ -4,7 +4,7 @@
 
 namespace hb::storage {
 
-constexpr int schema_version = 1;
+constexpr int schema_version = 2;
 
 constexpr const char* schema_sql = R"SQL(
 CREATE TABLE IF NOT EXISTS meta(
@@ -28,9 +28,11 @@ CREATE TABLE IF NOT EXISTS runs(
   started_at REAL NOT NULL,
   ended_at   REAL,
   result     TEXT,
-  error      TEXT
+  error      TEXT,
+  pruned_at  REAL
 );
 CREATE INDEX IF NOT EXISTS runs_by_session ON runs(session_id, run_no);
+CREATE INDEX IF NOT EXISTS runs_live ON runs(run_no) WHERE status = 'running';
 CREATE TABLE IF NOT EXISTS deltas(
   run_no INTEGER NOT NULL,
   seq    INTEGER NOT NULL,
@@ -46,5 +48,16 @@ CREATE TABLE IF NOT EXISTS events(
   PRIMARY KEY(run_no, seq)
 ) WITHOUT ROWID;
 )SQL";
+
+// Steps that bring an older log up to date, applied in order inside one
+// transaction; schema_sql above then only adds what is missing.
+struct migration {
+  int from_version;
+  const char* sql;
+};
+
+constexpr migration migrations[] = {
+  {1, "ALTER TABLE runs ADD COLUMN pruned_at REAL;"},
+};
 
 } // namespace hb::storage

@@ -171,16 +171,23 @@ class AgentContract(unittest.TestCase):
 
 
 class IdleCollection(unittest.TestCase):
-    def test_idle_sessions_are_collected_but_never_while_running(self):
+    def test_idle_sessions_release_their_agent_but_never_while_running(self):
         with Bridge(args=["--idle-timeout", "1", "--gc-interval", "1"]) as b:
             done = b.chat("idle", "hi", wait=True)
             live = b.chat("busy", "script:sleep 3000")
             time.sleep(2.5)
+            # Both stay listed; the idle one lost its agent, the busy one kept it.
             ids = [s["session_id"] for s in b.request({"action": "list"})["sessions"]]
-            self.assertNotIn("idle", ids)
-            self.assertIn("busy", ids)
+            self.assertEqual(sorted(ids), ["busy", "idle"])
+            self.assertEqual(b.wait_done(live["run_id"])["status"], "complete")
+            again = b.chat("idle", "script:history", wait=True)
+            self.assertEqual(again["output"], "history=2 ")  # the stored conversation continues
+            status = b.request({"action": "status", "session_id": "idle"})
+            self.assertEqual((status["config"]["resumed"], status["config"]["resumed_message_count"]), (True, 2))
+            inits = [e["session_id"] for e in b.agent_log_entries() if e["op"] == "init"]
+            self.assertEqual(inits.count("idle"), 2)
+            self.assertEqual(inits.count("busy"), 1)
             self.assertEqual(b.request({"action": "get_result", "run_id": done["run_id"]})["status"], "complete")
-            b.wait_done(live["run_id"])
 
 
 class CommandLine(unittest.TestCase):

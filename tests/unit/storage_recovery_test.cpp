@@ -1,0 +1,160 @@
+// Crash damage on purpose: a torn WAL, a corrupted page, a writer killed in
+// the middle of a batch. Recovery must keep every committed row and settle
+// what was left open.
+#include "storage/log_file.hpp"
+#include "storage/log_reader.hpp"
+#include "storage/log_writer.hpp"
+#include "storage/recovery.hpp"
+#include "storage/schema.hpp"
+
+#include <SQLiteCpp/SQLiteCpp.h>
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct temp_dir {
+  temp_dir() {
+    char name[] = "/tmp/hb-recovery-XXXXXX";
+    path = ::mkdtemp(name);
+  }
+  ~temp_dir() { fs::remove_all(path); }
+  std::string file(const std::string& name) const { return path + "/" + name; }
+  std::string path;
+};
+
+void fill_run(hb::storage::log_writer& w, const std::string& run_id, int from, int count) {
+  for (int i = from; i < from + count; ++i)
+    w.append_delta(run_id, "d" + std::to_string(i) + " ", 1.0 + i);
+}
+
+} // namespace
+
+TEST_CASE("a torn WAL loses only the transaction it tore", "[recovery]") {
+  temp_dir dir;
+  hb::storage::log_writer w(dir.file("events.db"));
+  w.database().exec("PRAGMA wal_autocheckpoint=0"); // keep every frame in the WAL
+  w.open_run("r1", "s1", 1.0);
+  fill_run(w, "r1", 0, 50);
+  w.commit();
+  auto wal_after_first = fs::file_size(dir.file("events.db-wal"));
+  fill_run(w, "r1", 50, 50);
+  w.commit();
+  // What a crash can leave behind: the files as they are, the second commit
+  // only partly written to the WAL.
+  fs::create_directory(dir.file("copy"));
+  fs::copy_file(dir.file("events.db"), dir.file("copy/events.db"));
+  fs::copy_file(dir.file("events.db-wal"), dir.file("copy/events.db-wal"));
+  fs::resize_file(dir.file("copy/events.db-wal"), wal_after_first + 100);
+
+  hb::storage::log_writer reopened(dir.file("copy/events.db"));
+  CHECK(hb::storage::check_integrity(reopened.database()) == "ok");
+  hb::storage::log_reader r(dir.file("copy/events.db"));
+  auto run = r.read_run("r1", 0);
+  REQUIRE(run);
+  REQUIRE(run->deltas.size() == 50);
+  CHECK(run->deltas.back() == "d49 ");
+}
+
+TEST_CASE("a corrupted page is reported by the integrity check", "[recovery]") {
+  temp_dir dir;
+  {
+    hb::storage::log_writer w(dir.file("events.db"));
+    w.open_run("r1", "s1", 1.0);
+    fill_run(w, "r1", 0, 5000);
+    w.commit();
+    w.database().exec("PRAGMA wal_checkpoint(TRUNCATE)");
+  }
+  auto size = fs::file_size(dir.file("events.db"));
+  REQUIRE(size > 16 * 4096);
+  {
+    std::fstream f(dir.file("events.db"), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(size / 2 / 4096 * 4096 + 16)); // inside a b-tree page
+    std::string garbage(512, '\xA5');
+    f.write(garbage.data(), static_cast<std::streamsize>(garbage.size()));
+  }
+  SQLite::Database db(dir.file("events.db"), SQLite::OPEN_READWRITE);
+  std::string verdict = hb::storage::check_integrity(db);
+  CHECK(verdict != "ok");
+  // The run's own row lives on another page and still reads.
+  SQLite::Statement q(db, "SELECT status FROM runs WHERE run_id='r1'");
+  REQUIRE(q.executeStep());
+  CHECK(q.getColumn(0).getString() == "running");
+}
+
+TEST_CASE("a writer killed mid-batch keeps its commits and its open run is recovered", "[recovery]") {
+  temp_dir dir;
+  std::string path = dir.file("events.db");
+  int ready[2];
+  REQUIRE(::pipe(ready) == 0);
+  pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    hb::storage::log_writer w(path);
+    w.open_run("r1", "s1", 1.0);
+    fill_run(w, "r1", 0, 100);
+    w.append_event("r1", R"({"event": "approval.requested", "approval_id": "a1", "command": "rm"})", 2.0);
+    w.append_event("r1", R"({"event": "approval.requested", "approval_id": "a2", "command": "ls"})", 2.0);
+    w.append_event("r1", R"({"event": "approval.resolved", "approval_id": "a2", "choice": "once"})", 2.0);
+    w.append_event("r1", R"({"event": "bridge.compression.requested", "request_id": "c1", "message_count": 4, "approx_tokens": 99, "focus_topic": null, "messages": []})", 2.0);
+    w.commit();
+    fill_run(w, "r1", 100, 100); // the batch the crash interrupts
+    char byte = 1;
+    [[maybe_unused]] auto n = ::write(ready[1], &byte, 1);
+    ::pause();
+    ::_exit(0);
+  }
+  char byte;
+  REQUIRE(::read(ready[0], &byte, 1) == 1);
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+
+  hb::storage::log_writer w(path);
+  CHECK(hb::storage::check_integrity(w.database()) == "ok");
+  auto report = hb::storage::recover_open_runs(w.database(), 10.0);
+  CHECK(report.runs_interrupted == 1);
+  CHECK(report.approvals_denied == 1);
+  CHECK(report.compressions_failed == 1);
+
+  hb::storage::log_reader r(path);
+  auto run = r.read_run("r1", 4);
+  REQUIRE(run);
+  CHECK(run->deltas.size() == 100);
+  CHECK(run->status == "interrupted");
+  CHECK(*run->error == hb::storage::restart_reason);
+  CHECK(*run->ended_at == 10.0);
+  REQUIRE(run->events.size() == 3);
+  CHECK(run->events[0] == R"({"event": "approval.resolved", "approval_id": "a1", "choice": "deny", "reason": "daemon restarted"})");
+  CHECK(run->events[1] == R"({"event": "bridge.compression.failed", "request_id": "c1", "message_count": 4, "approx_tokens": 99, "error": "hermes-bridge restarted before the compression reply"})");
+  CHECK(run->events[2].find("\"event\": \"bridge.recovered\"") != std::string::npos);
+  // A second start finds nothing left to do.
+  CHECK(hb::storage::recover_open_runs(w.database(), 11.0).runs_interrupted == 0);
+}
+
+TEST_CASE("a version 1 log is migrated in place", "[recovery]") {
+  temp_dir dir;
+  {
+    SQLite::Database v1(dir.file("events.db"), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+    v1.exec("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+            "INSERT INTO meta VALUES('schema_version', '1');"
+            "CREATE TABLE runs(run_no INTEGER PRIMARY KEY, run_id TEXT NOT NULL UNIQUE, session_id TEXT NOT NULL,"
+            " status TEXT NOT NULL, started_at REAL NOT NULL, ended_at REAL, result TEXT, error TEXT);"
+            "INSERT INTO runs(run_id, session_id, status, started_at) VALUES('old', 's', 'complete', 1.0);");
+  }
+  hb::storage::log_writer w(dir.file("events.db"));
+  CHECK(hb::storage::stored_schema_version(w.database()) == hb::storage::schema_version);
+  SQLite::Statement q(w.database(), "SELECT run_id, pruned_at FROM runs");
+  REQUIRE(q.executeStep());
+  CHECK(q.getColumn(0).getString() == "old");
+  CHECK(q.getColumn(1).isNull());
+  CHECK(w.database().tableExists("events"));
+}
