@@ -97,10 +97,11 @@ caf::behavior log_writer_actor(writer_actor* self, std::shared_ptr<storage::log_
       });
     },
     [=](put_sess_atom, const std::string& session_id, double created_at, double last_used_at,
-        const std::string& config, const std::string& history, int64_t message_count,
-        bool destroyed) {
+        const std::string& config, bool history_known, const std::string& history,
+        int64_t message_count, bool destroyed) {
       apply(self, [&](storage::log_writer& w) {
-        w.put_session({session_id, created_at, last_used_at, config, history, message_count, destroyed});
+        w.put_session({session_id, created_at, last_used_at, config, history, history_known,
+                       message_count, destroyed});
       });
     },
     [=](flush_atom) { return apply_then_confirm(self, [](storage::log_writer&) {}); },

@@ -8,6 +8,7 @@
 #include "protocol/request.hpp"
 
 #include <caf/all.hpp>
+#include <iostream>
 
 #include <map>
 #include <tuple>
@@ -98,7 +99,7 @@ void persist(session_actor* self) {
   if (!st.created)
     return;
   self->send(st.links.writer, put_sess_atom::value, st.id, st.created_at, st.last_used_at,
-             st.config, st.history, st.message_count, st.destroyed);
+             st.config, st.history_loaded, st.history, st.message_count, st.destroyed);
 }
 
 void release_agent(session_actor* self) {

@@ -20,9 +20,10 @@ log_writer::log_writer(const std::string& path, const writer_options& options)
   upsert_session_ = std::make_unique<SQLite::Statement>(
     db_,
     "INSERT INTO sessions(session_id, created_at, last_used_at, config, history, message_count, destroyed)"
-    " VALUES(?, ?, ?, ?, ?, ?, ?) ON CONFLICT(session_id) DO UPDATE SET"
+    " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT(session_id) DO UPDATE SET"
     " created_at=excluded.created_at, last_used_at=excluded.last_used_at, config=excluded.config,"
-    " history=excluded.history, message_count=excluded.message_count, destroyed=excluded.destroyed");
+    " history=CASE WHEN ?8 THEN excluded.history ELSE sessions.history END,"
+    " message_count=excluded.message_count, destroyed=excluded.destroyed");
 }
 
 void log_writer::begin() {
@@ -118,6 +119,7 @@ void log_writer::put_session(const session_row& row) {
   upsert_session_->bind(5, row.history);
   upsert_session_->bind(6, row.message_count);
   upsert_session_->bind(7, row.destroyed ? 1 : 0);
+  upsert_session_->bind(8, row.history_known ? 1 : 0);
   upsert_session_->exec();
   upsert_session_->reset();
   ++pending_rows_;

@@ -27,6 +27,7 @@ struct session_row {
   double last_used_at = 0;
   std::string config;  // JSON object
   std::string history; // JSON array
+  bool history_known = true; // false: keep the stored history (a dormant session has not loaded it)
   int64_t message_count = 0;
   bool destroyed = false;
 };

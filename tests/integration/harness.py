@@ -129,7 +129,11 @@ class Bridge:
         if self.endpoint.startswith("ipc://"):
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             sock.settimeout(timeout)
-            sock.connect(self.endpoint[len("ipc://"):])
+            try:
+                sock.connect(self.endpoint[len("ipc://"):])
+            except OSError:
+                sock.close()
+                raise
         else:
             host, port = self.endpoint[len("tcp://"):].rsplit(":", 1)
             sock = socket.create_connection((host, int(port)), timeout=timeout)

@@ -93,13 +93,15 @@ TEST_CASE("rolled back appends never reach readers", "[storage]") {
 TEST_CASE("sessions are upserted", "[storage]") {
   temp_db db;
   hb::storage::log_writer w(db.path);
-  w.put_session({"s1", 1.0, 2.0, R"({"profile": "default"})", "[]", 0, false});
-  w.put_session({"s1", 1.0, 3.0, R"({"profile": "default"})", R"([{"role": "user"}])", 1, false});
+  w.put_session({"s1", 1.0, 2.0, R"({"profile": "default"})", "[]", true, 0, false});
+  w.put_session({"s1", 1.0, 3.0, R"({"profile": "default"})", R"([{"role": "user"}])", true, 1, false});
+  // A dormant session that has not loaded its history must not overwrite it.
+  w.put_session({"s1", 1.0, 4.0, R"({"profile": "default"})", "[]", false, 1, false});
   w.commit();
   SQLite::Database check(db.path, SQLite::OPEN_READONLY);
   SQLite::Statement q(check, "SELECT last_used_at, message_count, history FROM sessions WHERE session_id='s1'");
   REQUIRE(q.executeStep());
-  CHECK(q.getColumn(0).getDouble() == 3.0);
+  CHECK(q.getColumn(0).getDouble() == 4.0);
   CHECK(q.getColumn(1).getInt() == 1);
   CHECK(q.getColumn(2).getString() == R"([{"role": "user"}])");
 }

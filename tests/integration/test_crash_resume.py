@@ -1,0 +1,118 @@
+"""kill -9 at random moments while several sessions stream and clients poll;
+after each restart everything a client was shown is still there, at the same
+cursors, with the same bytes; live runs are interrupted with the reason;
+pending approvals are denied with the reason; sessions resume."""
+
+from __future__ import annotations
+
+import random
+import signal
+import threading
+import time
+import unittest
+
+from harness import Bridge, events_named
+
+ROUNDS = 20
+SESSIONS = 3
+
+
+class Poller(threading.Thread):
+    """Polls one run like a client and records every answer it was shown."""
+
+    def __init__(self, bridge: Bridge, run_id: str) -> None:
+        super().__init__(daemon=True)
+        self.bridge, self.run_id = bridge, run_id
+        self.shown: list[tuple[int, int, dict]] = []  # (cursor, event_cursor, answer)
+
+    def run(self) -> None:
+        cursor = event_cursor = 0
+        while True:
+            try:
+                out = self.bridge.request({"action": "get_output", "run_id": self.run_id,
+                                           "cursor": cursor, "event_cursor": event_cursor}, timeout=5)
+            except (OSError, ValueError):
+                return  # the daemon died under us
+            self.shown.append((cursor, event_cursor, out))
+            cursor, event_cursor = out["cursor"], out["event_cursor"]
+            if out["done"]:
+                return
+            time.sleep(0.005)
+
+
+class CrashResume(unittest.TestCase):
+    def test_kill_9_at_random_moments(self):
+        rng = random.Random(20261130)
+        first = Bridge()
+        home, db = first.home, first.home / "hermes-bridge" / "events.db"
+        bridge = first.start()
+        try:
+            for round_no in range(ROUNDS):
+                with self.subTest(round=round_no):
+                    bridge = self.crash_round(bridge, home, db, round_no, rng)
+        finally:
+            bridge.stop()
+            first.stop()
+
+    def crash_round(self, bridge: Bridge, home, db, round_no: int, rng: random.Random) -> Bridge:
+        sessions = [f"r{round_no}s{i}" for i in range(SESSIONS)]
+        for sid in sessions:  # one finished turn each, so there is history to resume
+            self.assertEqual(bridge.chat(sid, f"first turn of {sid}", wait=True)["status"], "complete")
+        runs = {sid: bridge.chat(sid, "script:say go;tool terminal ls;stream 200 5")["run_id"]
+                for sid in sessions[:-1]}
+        asking = sessions[-1]
+        runs[asking] = bridge.chat(asking, "script:say asking;approve-gw rm -rf /;stream 50 5")["run_id"]
+        pollers = [Poller(bridge, run_id) for run_id in runs.values()]
+        for p in pollers:
+            p.start()
+        time.sleep(rng.uniform(0.02, 0.6))
+        bridge.proc.send_signal(signal.SIGKILL)
+        bridge.proc.wait(10)
+        for p in pollers:
+            p.join(10)
+        bridge.proc.stdout.close()
+
+        restarted = Bridge(args=["--db", str(db)])
+        restarted.home = home
+        restarted.start()
+
+        for p in pollers:
+            self.assert_shown_is_kept(restarted, p)
+        for sid, run_id in runs.items():
+            result = restarted.request({"action": "get_result", "run_id": run_id})
+            if result["status"] == "interrupted":
+                self.assertEqual(result["error"], "hermes-bridge restarted while this run was live")
+                self.assertEqual(result["events"][-1]["event"], "bridge.recovered")
+            else:
+                self.assertEqual(result["status"], "complete")  # it finished before the kill
+            asked = events_named(result["events"], "approval.requested")
+            answered = {e["approval_id"]: e for e in events_named(result["events"], "approval.resolved")}
+            for request in asked:
+                self.assertIn(request["approval_id"], answered)  # nothing is left pending
+                if result["status"] == "interrupted":
+                    resolution = answered[request["approval_id"]]
+                    self.assertEqual(resolution["choice"], "deny")
+                    self.assertIn(resolution.get("reason"), ("daemon restarted", "timeout"))
+        listed = {s["session_id"] for s in restarted.request({"action": "list"})["sessions"]}
+        self.assertTrue(set(sessions) <= listed)
+        follow = restarted.chat(sessions[0], "script:history", wait=True)
+        self.assertEqual(follow["status"], "complete")
+        self.assertEqual(follow["output"], "history=2 ")  # the first turn, continued
+        config = restarted.request({"action": "status", "session_id": sessions[0]})["config"]
+        self.assertEqual((config["resumed"], config["resumed_message_count"]), (True, 2))
+        return restarted
+
+    def assert_shown_is_kept(self, bridge: Bridge, poller: Poller) -> None:
+        full = bridge.request({"action": "get_result", "run_id": poller.run_id})
+        for cursor, event_cursor, shown in poller.shown:
+            self.assertEqual("".join(full["deltas"][cursor:shown["cursor"]]), shown["delta"])
+            self.assertEqual(full["events"][event_cursor:shown["event_cursor"]], shown["events"])
+            self.assertTrue(full["output"].startswith(shown["output"]))
+            again = bridge.request({"action": "get_output", "run_id": poller.run_id, "cursor": cursor,
+                                    "event_cursor": event_cursor})
+            self.assertTrue(again["delta"].startswith(shown["delta"]))
+            self.assertEqual(again["events"][:len(shown["events"])], shown["events"])
+
+
+if __name__ == "__main__":
+    unittest.main()
