@@ -53,7 +53,11 @@ int serve(const daemon_settings& settings, int listen_fd, std::shared_ptr<storag
   cfg.load<caf::io::middleman>();
   caf::actor_system sys{cfg};
   auto shared = std::make_shared<const daemon_settings>(settings);
-  auto writer = spawn_log_writer(sys, std::move(log));
+  retention_settings retention;
+  retention.policy.max_age_s = settings.retain_days * 24 * 3600;
+  retention.policy.max_bytes = settings.retain_mb * 1024 * 1024;
+  retention.interval = settings.prune_interval;
+  auto writer = spawn_log_writer(sys, std::move(log), retention);
   broker_links links;
   links.writer = writer;
   for (size_t i = 0; i < std::max<size_t>(1, settings.readers); ++i)

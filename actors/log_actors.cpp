@@ -19,6 +19,8 @@ constexpr size_t max_batch_rows = 8192;
 
 struct writer_state {
   std::shared_ptr<storage::log_writer> log;
+  retention_settings retention;
+  storage::pruner pruner;
   // Callers that may only proceed once their rows are durable.
   std::vector<caf::response_promise> after_commit;
   static inline const char* name = "log_writer";
@@ -74,8 +76,28 @@ std::string stream_delta_event(const std::string& text) {
   return body;
 }
 
-caf::behavior log_writer_actor(writer_actor* self, std::shared_ptr<storage::log_writer> log) {
+// One bounded pruning step; the next one queues behind whatever appends
+// arrived meanwhile, so retention never holds the writer for long.
+void prune_step(writer_actor* self) {
+  auto& st = self->state;
+  bool more = false;
+  try {
+    st.log->commit();
+    more = st.pruner.step(st.log->database(), st.retention.policy, now_seconds());
+  } catch (const std::exception& e) {
+    std::cerr << "hermes-bridge: pruning the event log failed: " << e.what() << std::endl;
+  }
+  if (more)
+    self->send(self, prune_atom::value);
+  else
+    self->delayed_send(self, st.retention.interval, prune_atom::value);
+}
+
+caf::behavior log_writer_actor(writer_actor* self, std::shared_ptr<storage::log_writer> log,
+                               retention_settings retention) {
   self->state.log = std::move(log);
+  self->state.retention = retention;
+  self->send(self, prune_atom::value);
   return {
     [=](open_run_atom, const std::string& run_id, const std::string& session_id, double at) {
       return apply_then_confirm(self, [&](storage::log_writer& w) { w.open_run(run_id, session_id, at); });
@@ -105,6 +127,7 @@ caf::behavior log_writer_actor(writer_actor* self, std::shared_ptr<storage::log_
       });
     },
     [=](flush_atom) { return apply_then_confirm(self, [](storage::log_writer&) {}); },
+    [=](prune_atom) { prune_step(self); },
   };
 }
 
@@ -124,6 +147,10 @@ std::string answer_from_log(reader_actor* self, const std::string& run_id, int64
     auto snap = self->state.log->read_run(run_id, event_from);
     if (!snap)
       return protocol::error_line(protocol::key_error("unknown run: " + run_id));
+    if (snap->pruned_at)
+      return protocol::error_line("RunPruned", "run " + run_id +
+                                                 " was pruned from the event log by its retention limits "
+                                                 "(--retain-days / --retain-mb); its output is gone");
     return encode(*snap);
   } catch (const std::exception& e) {
     return protocol::error_line("RuntimeError", std::string("event log read failed: ") + e.what());
@@ -159,8 +186,9 @@ caf::behavior log_reader_actor(reader_actor* self, std::string path) {
 
 } // namespace
 
-caf::actor spawn_log_writer(caf::actor_system& sys, std::shared_ptr<storage::log_writer> log) {
-  return sys.spawn<caf::detached>(log_writer_actor, std::move(log));
+caf::actor spawn_log_writer(caf::actor_system& sys, std::shared_ptr<storage::log_writer> log,
+                            const retention_settings& retention) {
+  return sys.spawn<caf::detached>(log_writer_actor, std::move(log), retention);
 }
 
 caf::actor spawn_log_reader(caf::actor_system& sys, const std::string& db_path) {

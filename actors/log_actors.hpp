@@ -2,7 +2,11 @@
 // answer get_output / get_result from committed data only.
 #pragma once
 
+#include "storage/retention.hpp"
+
 #include <caf/fwd.hpp>
+
+#include <chrono>
 
 #include <memory>
 #include <string>
@@ -16,7 +20,13 @@ namespace hb::actors {
 // Detached: SQLite commits block. Appends are applied as they arrive and
 // committed once the mailbox runs dry or the batch is large, so one streaming
 // run commits every delta at once and many runs share each commit.
-caf::actor spawn_log_writer(caf::actor_system& sys, std::shared_ptr<storage::log_writer> log);
+struct retention_settings {
+  storage::retention_policy policy;
+  std::chrono::milliseconds interval{60'000}; // between checks when nothing is due
+};
+
+caf::actor spawn_log_writer(caf::actor_system& sys, std::shared_ptr<storage::log_writer> log,
+                            const retention_settings& retention);
 
 // Detached, each with its own read-only connection.
 caf::actor spawn_log_reader(caf::actor_system& sys, const std::string& db_path);

@@ -110,6 +110,13 @@ void run_actor(caf::blocking_actor* self, std::shared_ptr<run_spec> holder) {
   run_spec spec = std::move(*holder);
   auto sink = std::make_shared<actor_sink>(self->system(), spec);
   spec.agent->prepare_turn();
+  if (!spec.carried_steer.empty()) {
+    try {
+      spec.agent->steer(spec.carried_steer);
+    } catch (const protocol::wire_error&) {
+      // An agent without steer() already said so when the steer was sent.
+    }
+  }
   self->send(spec.session, armed_atom::value, spec.run_id);
   outcome out = read_outcome(spec.agent->run_turn(sink, spec.request));
   self->send(spec.session, closing_atom::value, spec.run_id, out.has_history, out.history,

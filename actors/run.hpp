@@ -19,6 +19,7 @@ struct run_spec {
   std::string run_id;
   std::string session_id;
   std::string request; // the chat request, JSON
+  std::string carried_steer; // steered while idle: given to this turn once armed
   std::shared_ptr<bridge::agent_session> agent;
   caf::actor session;
   caf::actor broker;

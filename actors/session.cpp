@@ -48,6 +48,9 @@ struct session_state {
   std::string profile, model, provider;
   std::string history = "[]";
   int64_t message_count = 0;
+  // Steers accepted while idle: clear_interrupt() before the next turn would
+  // drop them, so they are handed to that turn again once it is armed.
+  std::string idle_steer;
   std::map<std::string, caf::response_promise> starting; // chat replies due when armed
   std::map<std::string, caf::response_promise> waiting;  // chat {wait:true} replies due at the end
   std::map<uint64_t, caf::response_promise> syncing;     // interrupt replies due when idle
@@ -142,8 +145,10 @@ void start_run(session_actor* self, chat_plan plan, caf::response_promise rp) {
         } else {
           st.starting.emplace(run_id, rp);
         }
-        spawn_run(self->system(), run_spec{run_id, st.id, plan.request, st.agent, self,
+        spawn_run(self->system(), run_spec{run_id, st.id, plan.request, std::move(st.idle_steer),
+                                           st.agent, caf::actor_cast<caf::actor>(self),
                                            st.links.broker, st.links.writer});
+        st.idle_steer.clear();
       },
       [=](caf::error& err) mutable {
         self->state.busy = false;
@@ -375,7 +380,10 @@ void on_steer(session_actor* self, const std::string& text, caf::response_promis
   with_agent(
     self, rp,
     [text](bridge::agent_session& agent) { return std::string(agent.steer(text) ? "yes" : ""); },
-    [text](const std::string& accepted, caf::response_promise& rp) {
+    [self, text](const std::string& accepted, caf::response_promise& rp) {
+      auto& st = self->state;
+      if (!accepted.empty() && !st.busy)
+        st.idle_steer += (st.idle_steer.empty() ? "" : "\n") + text;
       rp.deliver(steer_line(!accepted.empty(), text));
     });
 }

@@ -18,6 +18,7 @@ using event_atom = caf::atom_constant<caf::atom("event")>;
 using close_run_atom = caf::atom_constant<caf::atom("close_run")>;
 using put_sess_atom = caf::atom_constant<caf::atom("put_sess")>;
 using flush_atom = caf::atom_constant<caf::atom("flush")>;
+using prune_atom = caf::atom_constant<caf::atom("prune")>;
 // log readers
 using output_atom = caf::atom_constant<caf::atom("output")>;
 using result_atom = caf::atom_constant<caf::atom("result")>;
@@ -61,6 +62,9 @@ struct daemon_settings {
   std::chrono::seconds gc_interval{60};
   std::chrono::seconds drain_timeout{5};
   size_t readers = 2;
+  double retain_days = 30;
+  int64_t retain_mb = 4096;
+  std::chrono::milliseconds prune_interval{60'000};
 };
 
 double now_seconds();

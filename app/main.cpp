@@ -61,6 +61,9 @@ struct serve_flags {
   int64_t read_timeout_ms = 30'000;
   size_t max_line_bytes = 64u << 20;
   bool skip_integrity_check = false;
+  double retain_days = 30;
+  int64_t retain_mb = 4096;
+  double prune_interval_s = 60;
 };
 
 // Settles what the last run of the daemon left open and loads its sessions.
@@ -136,6 +139,9 @@ int run_serve(const serve_flags& flags, int ready_fd) {
   settings.read_timeout = std::chrono::milliseconds(flags.read_timeout_ms);
   settings.idle_timeout = std::chrono::seconds(flags.idle_timeout_s);
   settings.gc_interval = std::chrono::seconds(flags.gc_interval_s);
+  settings.retain_days = flags.retain_days;
+  settings.retain_mb = flags.retain_mb;
+  settings.prune_interval = std::chrono::milliseconds(static_cast<int64_t>(flags.prune_interval_s * 1000));
   std::cerr << "hermes-bridge: event log " << db_path << std::endl;
 
   return hb::actors::serve(settings, listen_fd, std::move(log), dormant, [&] {
@@ -196,6 +202,21 @@ int main(int argc, char** argv) {
     ->capture_default_str();
   serve->add_option("--max-line-bytes", flags.max_line_bytes, "longest request line accepted")
     ->envname("HERMES_BRIDGE_MAX_LINE_BYTES")
+    ->check(CLI::PositiveNumber)
+    ->capture_default_str();
+  serve->add_option("--retain-days", flags.retain_days,
+                    "finished runs older than this lose their deltas and events (0: keep forever); "
+                    "each session's latest run is always kept")
+    ->envname("HERMES_BRIDGE_RETAIN_DAYS")
+    ->check(CLI::NonNegativeNumber)
+    ->capture_default_str();
+  serve->add_option("--retain-mb", flags.retain_mb,
+                    "above this size the oldest finished runs are pruned first (0: no limit)")
+    ->envname("HERMES_BRIDGE_RETAIN_MB")
+    ->check(CLI::NonNegativeNumber)
+    ->capture_default_str();
+  serve->add_option("--prune-interval", flags.prune_interval_s, "seconds between retention checks")
+    ->envname("HERMES_BRIDGE_PRUNE_INTERVAL")
     ->check(CLI::PositiveNumber)
     ->capture_default_str();
   serve->add_flag("--skip-integrity-check", flags.skip_integrity_check,

@@ -21,6 +21,8 @@ void prepare_log(SQLite::Database& db, const std::string& synchronous) {
   if (synchronous != "OFF" && synchronous != "NORMAL" && synchronous != "FULL" && synchronous != "EXTRA")
     throw std::runtime_error("event log: synchronous must be OFF, NORMAL, FULL or EXTRA, not " + synchronous);
   db.exec("PRAGMA synchronous=" + synchronous);
+  if (stored_schema_version(db) == 0)
+    db.exec("PRAGMA auto_vacuum=INCREMENTAL"); // only possible before the first table
 
   SQLite::Transaction tx(db);
   int found = stored_schema_version(db);

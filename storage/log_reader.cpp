@@ -6,7 +6,7 @@ log_reader::log_reader(const std::string& path)
   : db_(path, SQLite::OPEN_READONLY | SQLite::OPEN_FULLMUTEX) {
   db_.setBusyTimeout(5000);
   run_ = std::make_unique<SQLite::Statement>(
-    db_, "SELECT run_no, session_id, status, started_at, ended_at, result, error"
+    db_, "SELECT run_no, session_id, status, started_at, ended_at, result, error, pruned_at"
          " FROM runs WHERE run_id=?");
   deltas_ = std::make_unique<SQLite::Statement>(
     db_, "SELECT text FROM deltas WHERE run_no=? ORDER BY seq");
@@ -69,6 +69,11 @@ std::optional<run_snapshot> log_reader::read_run(const std::string& run_id, int6
     snap.result = run_->getColumn(5).getString();
   if (!run_->getColumn(6).isNull())
     snap.error = run_->getColumn(6).getString();
+  if (!run_->getColumn(7).isNull()) {
+    snap.pruned_at = run_->getColumn(7).getDouble();
+    snapshot.commit();
+    return snap;
+  }
 
   deltas_->bind(1, run_no);
   while (deltas_->executeStep())

@@ -26,6 +26,7 @@ struct run_snapshot {
   std::vector<std::string> deltas;   // every delta, from the first
   std::vector<std::string> events;   // event bodies from the requested cursor on
   int64_t event_count = 0;           // all events of the run
+  std::optional<double> pruned_at;   // retention removed its deltas and events
 };
 
 class log_reader {

@@ -119,7 +119,11 @@ class Bridge:
         self.proc.send_signal(sig)
 
     def __enter__(self) -> "Bridge":
-        return self.start()
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()
+            raise
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
