@@ -187,16 +187,17 @@ void approval_respond(broker_actor* self, handle h, const json& req) {
     return respond(self, h, approval_line(id, true, choice));
   }
   // hermes-agent waits for gateway answers itself and may have given up
-  // already; only its own verdict says whether this answer counted.
+  // already; only its own verdict says whether this answer counted. The
+  // verdict is logged while the GIL still holds the woken agent back.
   std::string session_id = q.session_id, run_id = q.run_id;
-  blocking_call(self, [session_id, choice] {
-    return bridge::resolve_gateway_approval(session_id, choice) > 0;
-  }).then(
-    [=](bool resolved) {
-      emit(self, run_id, resolved ? resolved_event(id, choice) : resolved_event(id, "deny", "timeout"));
-      respond(self, h, approval_line(id, resolved, choice));
-    },
-    [=](caf::error& err) { respond_failure(self, h, err); });
+  caf::actor writer = self->state.links.writer;
+  blocking_call(self, [=] {
+    return bridge::resolve_gateway_approval(session_id, choice, [&](int released) {
+      auto event = released > 0 ? resolved_event(id, choice) : resolved_event(id, "deny", "timeout");
+      caf::anon_send(writer, event_atom::value, run_id, protocol::dumps(event), now_seconds());
+    }) > 0;
+  }).then([=](bool resolved) { respond(self, h, approval_line(id, resolved, choice)); },
+          [=](caf::error& err) { respond_failure(self, h, err); });
 }
 
 void compression_respond(broker_actor* self, handle h, const json& req) {

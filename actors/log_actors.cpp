@@ -23,6 +23,7 @@ struct writer_state {
   storage::pruner pruner;
   // Callers that may only proceed once their rows are durable.
   std::vector<caf::response_promise> after_commit;
+  bool commit_queued = false;
   static inline const char* name = "log_writer";
 };
 
@@ -36,10 +37,9 @@ void fail_batch(writer_actor* self, const std::exception& e) {
   self->state.after_commit.clear();
 }
 
-void commit_if_idle(writer_actor* self) {
+void commit_now(writer_actor* self) {
   auto& st = self->state;
-  if (!self->mailbox().empty() && st.log->pending_rows() < max_batch_rows)
-    return;
+  st.commit_queued = false;
   try {
     st.log->commit();
   } catch (const std::exception& e) {
@@ -51,14 +51,23 @@ void commit_if_idle(writer_actor* self) {
   st.after_commit.clear();
 }
 
+// Group commit: the first append after a commit queues a commit message
+// behind everything already in the mailbox, so all of it shares one
+// transaction; a lone streaming run still commits each delta at once.
 template <class F>
 void apply(writer_actor* self, F&& f) {
+  auto& st = self->state;
   try {
-    f(*self->state.log);
+    f(*st.log);
   } catch (const std::exception& e) {
     fail_batch(self, e);
   }
-  commit_if_idle(self);
+  if (st.log->pending_rows() >= max_batch_rows) {
+    commit_now(self);
+  } else if (!st.commit_queued && (st.log->pending_rows() > 0 || !st.after_commit.empty())) {
+    st.commit_queued = true;
+    self->send(self, commit_atom::value);
+  }
 }
 
 caf::result<bool> apply_then_confirm(writer_actor* self,
@@ -127,6 +136,7 @@ caf::behavior log_writer_actor(writer_actor* self, std::shared_ptr<storage::log_
       });
     },
     [=](flush_atom) { return apply_then_confirm(self, [](storage::log_writer&) {}); },
+    [=](commit_atom) { commit_now(self); },
     [=](prune_atom) { prune_step(self); },
   };
 }

@@ -19,6 +19,7 @@ using close_run_atom = caf::atom_constant<caf::atom("close_run")>;
 using put_sess_atom = caf::atom_constant<caf::atom("put_sess")>;
 using flush_atom = caf::atom_constant<caf::atom("flush")>;
 using prune_atom = caf::atom_constant<caf::atom("prune")>;
+using commit_atom = caf::atom_constant<caf::atom("commit")>;
 // log readers
 using output_atom = caf::atom_constant<caf::atom("output")>;
 using result_atom = caf::atom_constant<caf::atom("result")>;

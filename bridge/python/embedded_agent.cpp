@@ -207,13 +207,17 @@ bool agent_session::steer(const std::string& text) {
   }
 }
 
-int resolve_gateway_approval(const std::string& session_id, const std::string& choice) {
+int resolve_gateway_approval(const std::string& session_id, const std::string& choice,
+                             const std::function<void(int)>& while_holding_gil) {
   py::gil_scoped_acquire gil;
+  int released = 0;
   try {
-    return adapter().attr("resolve_gateway")(session_id, choice).cast<int>();
+    released = adapter().attr("resolve_gateway")(session_id, choice).cast<int>();
   } catch (const py::error_already_set&) {
-    return 0;
+    released = 0;
   }
+  while_holding_gil(released);
+  return released;
 }
 
 } // namespace hb::bridge

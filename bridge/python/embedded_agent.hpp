@@ -6,6 +6,7 @@
 
 #include "protocol/wire_error.hpp"
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -65,7 +66,10 @@ private:
 };
 
 // tools.approval.resolve_gateway_approval(session_id, choice): how many
-// waiting requests it released.
-int resolve_gateway_approval(const std::string& session_id, const std::string& choice);
+// waiting requests it released. `while_holding_gil` runs with that count
+// before the GIL is released, i.e. before the woken agent thread can run:
+// what it records is ordered before anything the agent does next.
+int resolve_gateway_approval(const std::string& session_id, const std::string& choice,
+                             const std::function<void(int)>& while_holding_gil);
 
 } // namespace hb::bridge
