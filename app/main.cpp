@@ -5,9 +5,7 @@
 #include "bridge/python/embedded_agent.hpp"
 #include "protocol/endpoint.hpp"
 #include "protocol/json_text.hpp"
-#include "storage/log_reader.hpp"
-#include "storage/log_writer.hpp"
-#include "storage/recovery.hpp"
+#include "storage/log_startup.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -61,33 +59,17 @@ struct serve_flags {
   int64_t read_timeout_ms = 30'000;
   size_t max_line_bytes = 64u << 20;
   bool skip_integrity_check = false;
+  uint64_t integrity_check_max_mb = 256;
   double retain_days = 30;
   int64_t retain_mb = 4096;
   double prune_interval_s = 60;
 };
 
-// Settles what the last run of the daemon left open and loads its sessions.
-bool recover(hb::storage::log_writer& log, const std::string& db_path, bool skip_integrity_check,
-             std::vector<hb::storage::session_row>& sessions) {
-  auto started = std::chrono::steady_clock::now();
-  auto& db = log.database();
-  if (!skip_integrity_check) {
-    std::string verdict = hb::storage::check_integrity(db);
-    if (verdict != "ok") {
-      std::cerr << "hermes-bridge: event log " << db_path << " is damaged: " << verdict << "\n"
-                << "  Move it aside (and recover what you can with: sqlite3 " << db_path
-                << " .recover), or start with --skip-integrity-check to serve it as it is." << std::endl;
-      return false;
-    }
-  }
-  auto report = hb::storage::recover_open_runs(db, hb::actors::now_seconds());
-  sessions = hb::storage::load_sessions(db);
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
-  std::cerr << "hermes-bridge: recovered in " << ms.count() << " ms: " << report.runs_interrupted
-            << " live runs interrupted, " << report.approvals_denied << " approvals denied, "
-            << report.compressions_failed << " compressions failed, " << sessions.size()
-            << " sessions dormant" << std::endl;
-  return true;
+void report_background_check(const std::string& path, const std::string& verdict) {
+  if (verdict == "ok")
+    std::cerr << "hermes-bridge: event log integrity check: ok" << std::endl;
+  else
+    std::cerr << "hermes-bridge: " << hb::storage::damage_advice(path, verdict) << std::endl;
 }
 
 int run_serve(const serve_flags& flags, int ready_fd) {
@@ -101,19 +83,22 @@ int run_serve(const serve_flags& flags, int ready_fd) {
   std::string home = absolute(flags.hermes_home);
   std::string db_path = flags.db.empty() ? home + "/hermes-bridge/events.db" : absolute(flags.db);
 
-  std::shared_ptr<hb::storage::log_writer> log;
-  std::vector<hb::storage::session_row> dormant;
+  hb::storage::opened_log log;
   try {
-    std::filesystem::create_directories(std::filesystem::path(db_path).parent_path());
-    hb::storage::writer_options options;
+    hb::storage::startup_options options;
     options.synchronous = flags.synchronous;
-    log = std::make_shared<hb::storage::log_writer>(db_path, options);
-    if (!recover(*log, db_path, flags.skip_integrity_check, dormant))
-      return 1;
+    options.skip_integrity_check = flags.skip_integrity_check;
+    options.check_before_serving_max_bytes = flags.integrity_check_max_mb << 20;
+    log = hb::storage::open_for_serving(db_path, options, hb::actors::now_seconds());
   } catch (const std::exception& e) {
-    std::cerr << "hermes-bridge: cannot open event log " << db_path << ": " << e.what() << std::endl;
+    std::cerr << "hermes-bridge: cannot serve event log " << db_path << ": " << e.what() << std::endl;
     return 1;
   }
+  std::cerr << "hermes-bridge: event log " << db_path << " recovered in "
+            << static_cast<int>(log.seconds * 1000) << " ms: " << log.recovered.runs_interrupted
+            << " live runs interrupted, " << log.recovered.approvals_denied << " approvals denied, "
+            << log.recovered.compressions_failed << " compressions failed, " << log.sessions.size()
+            << " sessions dormant" << std::endl;
 
   hb::actors::daemon_settings settings;
   try {
@@ -142,14 +127,15 @@ int run_serve(const serve_flags& flags, int ready_fd) {
   settings.retain_days = flags.retain_days;
   settings.retain_mb = flags.retain_mb;
   settings.prune_interval = std::chrono::milliseconds(static_cast<int64_t>(flags.prune_interval_s * 1000));
-  std::cerr << "hermes-bridge: event log " << db_path << std::endl;
 
-  return hb::actors::serve(settings, listen_fd, std::move(log), dormant, [&] {
+  return hb::actors::serve(settings, listen_fd, log.writer, log.sessions, [&] {
     std::string line = hb::protocol::object_writer{}
                          .str("event", "ready")
                          .str("endpoint", flags.endpoint)
                          .finish() + "\n";
     [[maybe_unused]] auto n = ::write(ready_fd, line.data(), line.size());
+    if (log.check_after_serving)
+      hb::storage::check_in_background(db_path, report_background_check);
   });
 }
 
@@ -221,6 +207,10 @@ int main(int argc, char** argv) {
     ->capture_default_str();
   serve->add_flag("--skip-integrity-check", flags.skip_integrity_check,
                   "start even when the event log fails SQLite's quick_check");
+  serve->add_option("--integrity-check-max-mb", flags.integrity_check_max_mb,
+                    "logs up to this size are checked before the ready line (a damaged one is refused); "
+                    "larger ones right after it, so start-up time stays bounded")
+    ->capture_default_str();
   serve->footer(
     "Prints {\"event\": \"ready\", \"endpoint\": ...} on stdout once it listens; logs go to stderr.\n"
     "Stops on the `shutdown` action, SIGTERM or SIGINT: live runs are interrupted, the log flushed.\n"

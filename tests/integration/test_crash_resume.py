@@ -116,3 +116,46 @@ class CrashResume(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class DamagedLog(unittest.TestCase):
+    def make_damaged_log(self) -> tuple[Bridge, "Path"]:
+        import sqlite3
+        b = Bridge().start()
+        db = b.home / "hermes-bridge" / "events.db"
+        for i in range(4):
+            b.chat(f"s{i}", "script:stream 1500 0", wait=True)
+        b.request({"action": "shutdown"})
+        b.proc.wait(10)
+        b.proc.stdout.close()
+        with sqlite3.connect(db) as conn:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        size = db.stat().st_size
+        with open(db, "r+b") as f:
+            f.seek(size // 2 // 4096 * 4096 + 16)
+            f.write(b"\xa5" * 1024)
+        return b, db
+
+    def test_a_damaged_log_is_refused_with_advice(self):
+        b, db = self.make_damaged_log()
+        try:
+            again = Bridge(args=["--db", str(db)])
+            with self.assertRaises(AssertionError) as refused:
+                again.start()
+            self.assertIn("is damaged", str(refused.exception))
+            self.assertIn(".recover", str(refused.exception))
+            self.assertEqual(again.proc.wait(5), 1)
+            again.stop()
+            # told to, it serves what it can
+            forced = Bridge(args=["--db", str(db), "--skip-integrity-check"]).start()
+            self.assertTrue(forced.request({"action": "ping"})["pong"])
+            forced.stop()
+            # a log over the pre-start limit is checked right after the ready line
+            later = Bridge(args=["--db", str(db), "--integrity-check-max-mb", "0"]).start()
+            deadline = time.monotonic() + 10
+            while "is damaged" not in later.stderr() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            self.assertIn("is damaged", later.stderr())
+            later.stop()
+        finally:
+            b.stop()

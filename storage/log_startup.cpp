@@ -1,0 +1,53 @@
+#include "storage/log_startup.hpp"
+
+#include "storage/log_reader.hpp"
+
+#include <chrono>
+#include <filesystem>
+#include <stdexcept>
+#include <thread>
+
+namespace hb::storage {
+
+std::string damage_advice(const std::string& path, const std::string& verdict) {
+  return "event log " + path + " is damaged: " + verdict +
+         "\n  Move it aside (and recover what you can with: sqlite3 " + path +
+         " .recover), or start with --skip-integrity-check to serve it as it is.";
+}
+
+opened_log open_for_serving(const std::string& path, const startup_options& options, double now) {
+  auto started = std::chrono::steady_clock::now();
+  auto parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty())
+    std::filesystem::create_directories(parent);
+  opened_log out;
+  out.writer = std::make_shared<log_writer>(path, writer_options{options.synchronous});
+  auto& db = out.writer->database();
+  if (!options.skip_integrity_check) {
+    if (std::filesystem::file_size(path) > options.check_before_serving_max_bytes) {
+      out.check_after_serving = true;
+    } else if (std::string verdict = check_integrity(db); verdict != "ok") {
+      throw std::runtime_error(damage_advice(path, verdict));
+    }
+  }
+  out.recovered = recover_open_runs(db, now);
+  out.sessions = load_sessions(db);
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return out;
+}
+
+void check_in_background(const std::string& path,
+                         void (*report)(const std::string& path, const std::string& verdict)) {
+  std::thread([path, report] {
+    std::string verdict;
+    try {
+      SQLite::Database db(path, SQLite::OPEN_READONLY);
+      verdict = check_integrity(db);
+    } catch (const std::exception& e) {
+      verdict = std::string("the check could not run: ") + e.what();
+    }
+    report(path, verdict);
+  }).detach();
+}
+
+} // namespace hb::storage
