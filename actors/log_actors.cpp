@@ -10,6 +10,7 @@
 #include <caf/all.hpp>
 
 #include <iostream>
+#include <unordered_map>
 
 namespace hb::actors {
 
@@ -24,6 +25,11 @@ struct writer_state {
   // Callers that may only proceed once their rows are durable.
   std::vector<caf::response_promise> after_commit;
   bool commit_queued = false;
+  // Who hears about each commit (the broker, for long-polls and
+  // subscriptions), and what the pending batch touched: run -> session.
+  caf::actor listener;
+  std::unordered_map<std::string, std::string> touched;
+  std::unordered_map<std::string, std::string> session_of_run;
   static inline const char* name = "log_writer";
 };
 
@@ -49,6 +55,25 @@ void commit_now(writer_actor* self) {
   for (auto& rp : st.after_commit)
     rp.deliver(true);
   st.after_commit.clear();
+  if (!st.touched.empty()) {
+    if (st.listener) {
+      std::vector<std::string> flat;
+      flat.reserve(st.touched.size() * 2);
+      for (auto& [run, session] : st.touched) {
+        flat.push_back(run);
+        flat.push_back(session);
+      }
+      self->send(st.listener, committed_atom::value, std::move(flat));
+    }
+    st.touched.clear();
+  }
+}
+
+void touch(writer_actor* self, const std::string& run_id) {
+  auto& st = self->state;
+  auto it = st.session_of_run.find(run_id);
+  if (it != st.session_of_run.end())
+    st.touched.emplace(run_id, it->second);
 }
 
 // Group commit: the first append after a commit queues a commit message
@@ -109,19 +134,25 @@ caf::behavior log_writer_actor(writer_actor* self, std::shared_ptr<storage::log_
   self->send(self, prune_atom::value);
   return {
     [=](open_run_atom, const std::string& run_id, const std::string& session_id, double at) {
+      self->state.session_of_run[run_id] = session_id;
+      touch(self, run_id);
       return apply_then_confirm(self, [&](storage::log_writer& w) { w.open_run(run_id, session_id, at); });
     },
     [=](delta_atom, const std::string& run_id, const std::string& text, double at) {
+      touch(self, run_id);
       apply(self, [&](storage::log_writer& w) {
         if (w.append_delta(run_id, text, at))
           w.append_event(run_id, stream_delta_event(text), at);
       });
     },
     [=](event_atom, const std::string& run_id, const std::string& body, double at) {
+      touch(self, run_id);
       apply(self, [&](storage::log_writer& w) { w.append_event(run_id, body, at); });
     },
     [=](close_run_atom, const std::string& run_id, const std::string& status,
         const std::string& result, bool has_error, const std::string& error, double at) {
+      touch(self, run_id);
+      self->state.session_of_run.erase(run_id); // its entry in `touched` carries the session
       return apply_then_confirm(self, [&](storage::log_writer& w) {
         w.close_run(run_id, status, result.empty() ? std::nullopt : std::optional<std::string>(result),
                     has_error ? std::optional<std::string>(error) : std::nullopt, at);
@@ -137,6 +168,7 @@ caf::behavior log_writer_actor(writer_actor* self, std::shared_ptr<storage::log_
     },
     [=](flush_atom) { return apply_then_confirm(self, [](storage::log_writer&) {}); },
     [=](commit_atom) { commit_now(self); },
+    [=](watch_atom) { self->state.listener = caf::actor_cast<caf::actor>(self->current_sender()); },
     [=](prune_atom) { prune_step(self); },
   };
 }
@@ -148,23 +180,42 @@ struct reader_state {
 
 using reader_actor = caf::stateful_actor<reader_state>;
 
+// A read answered as a response line, plus what a waiting client needs to
+// know: whether it carries anything new, where the cursors now stand, and
+// whether the run is over. Errors count as news and as the end.
+struct read_outcome {
+  std::string line;
+  bool news = true;
+  int64_t cursor = 0;
+  int64_t event_cursor = 0;
+  bool done = true;
+};
+
 template <class Encode>
-std::string answer_from_log(reader_actor* self, const std::string& run_id, int64_t event_from,
-                            Encode encode) {
+read_outcome answer_from_log(reader_actor* self, const std::string& run_id, int64_t cursor,
+                             int64_t delta_from, int64_t event_from, Encode encode) {
+  read_outcome out;
   try {
     if (!self->state.log)
       throw std::runtime_error("event log is not open for reading");
-    auto snap = self->state.log->read_run(run_id, event_from);
-    if (!snap)
-      return protocol::error_line(protocol::key_error("unknown run: " + run_id));
-    if (snap->pruned_at)
-      return protocol::error_line("RunPruned", "run " + run_id +
-                                                 " was pruned from the event log by its retention limits "
-                                                 "(--retain-days / --retain-mb); its output is gone");
-    return encode(*snap);
+    auto snap = self->state.log->read_run(run_id, delta_from, event_from);
+    if (!snap) {
+      out.line = protocol::error_line(protocol::key_error("unknown run: " + run_id));
+    } else if (snap->pruned_at) {
+      out.line = protocol::error_line("RunPruned", "run " + run_id +
+                                                     " was pruned from the event log by its retention limits "
+                                                     "(--retain-days / --retain-mb); its output is gone");
+    } else {
+      out.line = encode(*snap);
+      out.cursor = snap->delta_count;
+      out.event_cursor = snap->event_count;
+      out.done = snap->status != "running";
+      out.news = out.done || snap->event_count > snap->event_from || snap->delta_count > cursor;
+    }
   } catch (const std::exception& e) {
-    return protocol::error_line("RuntimeError", std::string("event log read failed: ") + e.what());
+    out.line = protocol::error_line("RuntimeError", std::string("event log read failed: ") + e.what());
   }
+  return out;
 }
 
 caf::behavior log_reader_actor(reader_actor* self, std::string path) {
@@ -174,13 +225,16 @@ caf::behavior log_reader_actor(reader_actor* self, std::string path) {
     std::cerr << "hermes-bridge: cannot open event log for reading: " << e.what() << std::endl;
   }
   return {
-    [=](output_atom, const std::string& run_id, int64_t cursor, int64_t event_cursor) {
-      return answer_from_log(self, run_id, event_cursor, [&](const storage::run_snapshot& run) {
-        return get_output_line(run, cursor);
-      });
+    [=](output_atom, const std::string& run_id, int64_t cursor, int64_t event_cursor,
+        bool include_output) {
+      auto out = answer_from_log(self, run_id, cursor, include_output ? 0 : cursor, event_cursor,
+                                 [&](const storage::run_snapshot& run) {
+                                   return get_output_line(run, cursor, include_output);
+                                 });
+      return std::make_tuple(std::move(out.line), out.news, out.cursor, out.event_cursor, out.done);
     },
     [=](result_atom, const std::string& run_id) {
-      return answer_from_log(self, run_id, 0, get_result_line);
+      return answer_from_log(self, run_id, 0, 0, 0, get_result_line).line;
     },
     [=](history_atom, const std::string& session_id) -> caf::result<std::string> {
       try {

@@ -2,6 +2,7 @@
 
 #include "protocol/json_text.hpp"
 
+#include <algorithm>
 
 namespace hb::actors {
 
@@ -44,10 +45,10 @@ object_writer& optional_str(object_writer& w, const char* key, const std::option
 
 } // namespace
 
-std::string get_output_line(const storage::run_snapshot& run, int64_t cursor) {
-  size_t from = cursor < 0 ? 0 : static_cast<size_t>(cursor);
-  if (from > run.deltas.size())
-    from = run.deltas.size();
+std::string get_output_line(const storage::run_snapshot& run, int64_t cursor, bool include_output) {
+  // run.deltas start at run.delta_from: 0 when the whole output is wanted.
+  size_t from = static_cast<size_t>(std::clamp<int64_t>(cursor, run.delta_from, run.delta_count) -
+                                    run.delta_from);
   bool done = run.status != "running";
   object_writer w;
   w.boolean("ok", true)
@@ -55,9 +56,10 @@ std::string get_output_line(const storage::run_snapshot& run, int64_t cursor) {
     .str("session_id", run.session_id)
     .str("status", run.status)
     .str("delta", joined(run.deltas, from))
-    .integer("cursor", static_cast<int64_t>(run.deltas.size()))
-    .str("output", joined(run.deltas, 0))
-    .boolean("done", done);
+    .integer("cursor", run.delta_count);
+  if (include_output)
+    w.str("output", joined(run.deltas, 0));
+  w.boolean("done", done);
   optional_raw(w, "result", done ? run.result : std::nullopt);
   optional_str(w, "error", run.error);
   w.raw("events", json_array(run.events, 0, false)).integer("event_cursor", run.event_count);

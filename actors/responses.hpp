@@ -8,7 +8,8 @@
 
 namespace hb::actors {
 
-std::string get_output_line(const storage::run_snapshot& run, int64_t cursor);
+// `run` read with deltas from 0 when include_output, else from `cursor`.
+std::string get_output_line(const storage::run_snapshot& run, int64_t cursor, bool include_output);
 std::string get_result_line(const storage::run_snapshot& run);
 std::string chat_started_line(const std::string& run_id, const std::string& session_id);
 

@@ -20,6 +20,8 @@ using put_sess_atom = caf::atom_constant<caf::atom("put_sess")>;
 using flush_atom = caf::atom_constant<caf::atom("flush")>;
 using prune_atom = caf::atom_constant<caf::atom("prune")>;
 using commit_atom = caf::atom_constant<caf::atom("commit")>;
+using watch_atom = caf::atom_constant<caf::atom("watch")>;
+using committed_atom = caf::atom_constant<caf::atom("committed")>;
 // log readers
 using output_atom = caf::atom_constant<caf::atom("output")>;
 using result_atom = caf::atom_constant<caf::atom("result")>;
@@ -59,6 +61,8 @@ struct daemon_settings {
   std::string socket_path;  // ipc:// endpoints: unlinked on stop
   size_t max_line_bytes = 64u << 20;
   std::chrono::milliseconds read_timeout{30'000};
+  std::chrono::milliseconds keepalive_idle{300'000};
+  uint64_t subscriber_buffer_bytes = 8u << 20;
   std::chrono::seconds idle_timeout{30 * 60};
   std::chrono::seconds gc_interval{60};
   std::chrono::seconds drain_timeout{5};

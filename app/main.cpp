@@ -60,6 +60,8 @@ struct serve_flags {
   size_t max_line_bytes = 64u << 20;
   bool skip_integrity_check = false;
   uint64_t integrity_check_max_mb = 256;
+  int64_t keepalive_idle_ms = 300'000;
+  uint64_t subscriber_buffer_bytes = 8u << 20;
   double retain_days = 30;
   int64_t retain_mb = 4096;
   double prune_interval_s = 60;
@@ -124,6 +126,8 @@ int run_serve(const serve_flags& flags, int ready_fd) {
   settings.read_timeout = std::chrono::milliseconds(flags.read_timeout_ms);
   settings.idle_timeout = std::chrono::seconds(flags.idle_timeout_s);
   settings.gc_interval = std::chrono::seconds(flags.gc_interval_s);
+  settings.keepalive_idle = std::chrono::milliseconds(flags.keepalive_idle_ms);
+  settings.subscriber_buffer_bytes = flags.subscriber_buffer_bytes;
   settings.retain_days = flags.retain_days;
   settings.retain_mb = flags.retain_mb;
   settings.prune_interval = std::chrono::milliseconds(static_cast<int64_t>(flags.prune_interval_s * 1000));
@@ -184,6 +188,17 @@ int main(int argc, char** argv) {
   serve->add_option("--read-timeout-ms", flags.read_timeout_ms,
                     "a connection that has not sent a complete request line by then gets an error")
     ->envname("HERMES_BRIDGE_READ_TIMEOUT_MS")
+    ->check(CLI::PositiveNumber)
+    ->capture_default_str();
+  serve->add_option("--keepalive-idle-ms", flags.keepalive_idle_ms,
+                    "a keepalive connection with nothing in flight is closed after this long")
+    ->envname("HERMES_BRIDGE_KEEPALIVE_IDLE_MS")
+    ->check(CLI::PositiveNumber)
+    ->capture_default_str();
+  serve->add_option("--subscriber-buffer-bytes", flags.subscriber_buffer_bytes,
+                    "a subscriber this far behind (bytes written, not yet read) is cut off with "
+                    "the cursors to resume from")
+    ->envname("HERMES_BRIDGE_SUBSCRIBER_BUFFER_BYTES")
     ->check(CLI::PositiveNumber)
     ->capture_default_str();
   serve->add_option("--max-line-bytes", flags.max_line_bytes, "longest request line accepted")

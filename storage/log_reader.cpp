@@ -1,5 +1,7 @@
 #include "storage/log_reader.hpp"
 
+#include <algorithm>
+
 namespace hb::storage {
 
 log_reader::log_reader(const std::string& path)
@@ -9,7 +11,9 @@ log_reader::log_reader(const std::string& path)
     db_, "SELECT run_no, session_id, status, started_at, ended_at, result, error, pruned_at"
          " FROM runs WHERE run_id=?");
   deltas_ = std::make_unique<SQLite::Statement>(
-    db_, "SELECT text FROM deltas WHERE run_no=? ORDER BY seq");
+    db_, "SELECT text FROM deltas WHERE run_no=? AND seq>=? ORDER BY seq");
+  delta_count_ = std::make_unique<SQLite::Statement>(
+    db_, "SELECT coalesce(max(seq) + 1, 0) FROM deltas WHERE run_no=?");
   events_ = std::make_unique<SQLite::Statement>(
     db_, "SELECT body FROM events WHERE run_no=? AND seq>=? ORDER BY seq");
   event_count_ = std::make_unique<SQLite::Statement>(
@@ -41,7 +45,8 @@ std::vector<session_row> load_sessions(SQLite::Database& db) {
   return rows;
 }
 
-std::optional<run_snapshot> log_reader::read_run(const std::string& run_id, int64_t event_from) {
+std::optional<run_snapshot> log_reader::read_run(const std::string& run_id, int64_t delta_from,
+                                                 int64_t event_from) {
   // One read transaction: every SELECT below sees the same committed state.
   SQLite::Transaction snapshot(db_);
   struct reset_all {
@@ -49,6 +54,7 @@ std::optional<run_snapshot> log_reader::read_run(const std::string& run_id, int6
     ~reset_all() {
       r->run_->reset();
       r->deltas_->reset();
+      r->delta_count_->reset();
       r->events_->reset();
       r->event_count_->reset();
     }
@@ -75,17 +81,24 @@ std::optional<run_snapshot> log_reader::read_run(const std::string& run_id, int6
     return snap;
   }
 
-  deltas_->bind(1, run_no);
-  while (deltas_->executeStep())
-    snap.deltas.push_back(deltas_->getColumn(0).getString());
-
+  delta_count_->bind(1, run_no);
+  delta_count_->executeStep();
+  snap.delta_count = delta_count_->getColumn(0).getInt64();
   event_count_->bind(1, run_no);
   event_count_->executeStep();
   snap.event_count = event_count_->getColumn(0).getInt64();
+  snap.delta_from = std::clamp<int64_t>(delta_from, 0, snap.delta_count);
+  snap.event_from = std::clamp<int64_t>(event_from, 0, snap.event_count);
 
-  if (event_from < snap.event_count) {
+  if (snap.delta_from < snap.delta_count) {
+    deltas_->bind(1, run_no);
+    deltas_->bind(2, snap.delta_from);
+    while (deltas_->executeStep())
+      snap.deltas.push_back(deltas_->getColumn(0).getString());
+  }
+  if (snap.event_from < snap.event_count) {
     events_->bind(1, run_no);
-    events_->bind(2, event_from < 0 ? int64_t{0} : event_from);
+    events_->bind(2, snap.event_from);
     while (events_->executeStep())
       snap.events.push_back(events_->getColumn(0).getString());
   }

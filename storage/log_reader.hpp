@@ -23,8 +23,11 @@ struct run_snapshot {
   std::optional<double> ended_at;
   std::optional<std::string> result; // JSON text
   std::optional<std::string> error;
-  std::vector<std::string> deltas;   // every delta, from the first
-  std::vector<std::string> events;   // event bodies from the requested cursor on
+  std::vector<std::string> deltas;   // delta texts from delta_from on
+  std::vector<std::string> events;   // event bodies from event_from on
+  int64_t delta_from = 0;
+  int64_t event_from = 0;
+  int64_t delta_count = 0;           // all deltas of the run
   int64_t event_count = 0;           // all events of the run
   std::optional<double> pruned_at;   // retention removed its deltas and events
 };
@@ -33,14 +36,16 @@ class log_reader {
 public:
   explicit log_reader(const std::string& path);
 
-  // Deltas from 0 and events from event_from (clamped to the run's count).
-  std::optional<run_snapshot> read_run(const std::string& run_id, int64_t event_from);
+  // Deltas from delta_from and events from event_from (each clamped to the
+  // run's count); pass 0 for everything.
+  std::optional<run_snapshot> read_run(const std::string& run_id, int64_t delta_from,
+                                       int64_t event_from);
   // A session's stored history (JSON array), "[]" when there is none.
   std::string read_history(const std::string& session_id);
 
 private:
   SQLite::Database db_;
-  std::unique_ptr<SQLite::Statement> run_, deltas_, events_, event_count_, history_;
+  std::unique_ptr<SQLite::Statement> run_, deltas_, events_, delta_count_, event_count_, history_;
 };
 
 // Sessions not destroyed, oldest first, without their history (loaded on demand).

@@ -117,12 +117,17 @@ recovery_report recover_open_runs(SQLite::Database& db, double now) {
 }
 
 std::string check_integrity(SQLite::Database& db) {
-  SQLite::Statement q(db, "PRAGMA quick_check");
   std::string verdict;
-  while (q.executeStep()) {
-    if (!verdict.empty())
-      verdict += "; ";
-    verdict += q.getColumn(0).getString();
+  try {
+    SQLite::Statement q(db, "PRAGMA quick_check");
+    while (q.executeStep()) {
+      if (!verdict.empty())
+        verdict += "; ";
+      verdict += q.getColumn(0).getString();
+    }
+  } catch (const SQLite::Exception& e) {
+    // Some damage stops the check itself: that is a verdict too.
+    verdict += (verdict.empty() ? "" : "; ") + std::string(e.what());
   }
   return verdict;
 }

@@ -92,7 +92,7 @@ std::vector<double> visibility_delays_us(caf::actor_system& sys, const std::stri
   for (int i = 0; i < deltas; ++i) {
     auto sent = steady_clock::now();
     caf::anon_send(writer, delta_atom::value, std::string("r"), text, 1.0);
-    while (reader.read_run("r", 1 << 30)->deltas.size() < static_cast<size_t>(i + 1)) {
+    while (reader.read_run("r", 0, 1 << 30)->deltas.size() < static_cast<size_t>(i + 1)) {
     }
     delays.push_back(duration<double, std::micro>(steady_clock::now() - sent).count());
     std::this_thread::sleep_for(milliseconds(2)); // tokens arrive spaced out

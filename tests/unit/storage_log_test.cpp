@@ -30,12 +30,12 @@ TEST_CASE("appends become visible to readers only when committed", "[storage]") 
   w.commit();
   REQUIRE(w.append_delta("r1", "hel", 100.1));
   REQUIRE(w.append_event("r1", R"({"event": "x"})", 100.2));
-  auto before = r.read_run("r1", 0);
+  auto before = r.read_run("r1", 0, 0);
   REQUIRE(before);
   CHECK(before->deltas.empty());
   CHECK(before->event_count == 0);
   CHECK(w.commit() == 2);
-  auto after = r.read_run("r1", 0);
+  auto after = r.read_run("r1", 0, 0);
   REQUIRE(after);
   CHECK(after->deltas == std::vector<std::string>{"hel"});
   CHECK(after->events == std::vector<std::string>{R"({"event": "x"})"});
@@ -51,7 +51,7 @@ TEST_CASE("a run's terminal status commits with its last events", "[storage]") {
   w.append_delta("r1", "b", 1.1);
   w.close_run("r1", "complete", std::string(R"({"final_response": "ab"})"), std::nullopt, 2.0);
   w.commit();
-  auto run = r.read_run("r1", 0);
+  auto run = r.read_run("r1", 0, 0);
   REQUIRE(run);
   CHECK(run->status == "complete");
   CHECK(run->deltas.size() == 2);
@@ -70,13 +70,29 @@ TEST_CASE("event cursors read from the middle and clamp past the end", "[storage
   for (int i = 0; i < 5; ++i)
     w.append_event("r1", "{\"i\": " + std::to_string(i) + "}", 1.0);
   w.commit();
-  auto mid = r.read_run("r1", 3);
+  auto mid = r.read_run("r1", 0, 3);
   CHECK(mid->events == std::vector<std::string>{"{\"i\": 3}", "{\"i\": 4}"});
   CHECK(mid->event_count == 5);
-  auto past = r.read_run("r1", 99);
+  auto past = r.read_run("r1", 0, 99);
   CHECK(past->events.empty());
   CHECK(past->event_count == 5);
-  CHECK_FALSE(r.read_run("nope", 0));
+  CHECK(past->event_from == 5);
+  CHECK_FALSE(r.read_run("nope", 0, 0));
+}
+
+TEST_CASE("deltas read from a cursor come with the run's full count", "[storage]") {
+  temp_db db;
+  hb::storage::log_writer w(db.path);
+  hb::storage::log_reader r(db.path);
+  w.open_run("r1", "s1", 1.0);
+  for (int i = 0; i < 4; ++i)
+    w.append_delta("r1", std::to_string(i), 1.0);
+  w.commit();
+  auto tail = r.read_run("r1", 2, 0);
+  CHECK(tail->deltas == std::vector<std::string>{"2", "3"});
+  CHECK(tail->delta_from == 2);
+  CHECK(tail->delta_count == 4);
+  CHECK(r.read_run("r1", 9, 0)->deltas.empty());
 }
 
 TEST_CASE("rolled back appends never reach readers", "[storage]") {
@@ -87,7 +103,7 @@ TEST_CASE("rolled back appends never reach readers", "[storage]") {
   w.commit();
   w.append_delta("r1", "gone", 1.0);
   w.rollback();
-  CHECK(r.read_run("r1", 0)->deltas.empty());
+  CHECK(r.read_run("r1", 0, 0)->deltas.empty());
 }
 
 TEST_CASE("sessions are upserted", "[storage]") {

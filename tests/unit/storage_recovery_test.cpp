@@ -59,7 +59,7 @@ TEST_CASE("a torn WAL loses only the transaction it tore", "[recovery]") {
   hb::storage::log_writer reopened(dir.file("copy/events.db"));
   CHECK(hb::storage::check_integrity(reopened.database()) == "ok");
   hb::storage::log_reader r(dir.file("copy/events.db"));
-  auto run = r.read_run("r1", 0);
+  auto run = r.read_run("r1", 0, 0);
   REQUIRE(run);
   REQUIRE(run->deltas.size() == 50);
   CHECK(run->deltas.back() == "d49 ");
@@ -126,7 +126,7 @@ TEST_CASE("a writer killed mid-batch keeps its commits and its open run is recov
   CHECK(report.compressions_failed == 1);
 
   hb::storage::log_reader r(path);
-  auto run = r.read_run("r1", 4);
+  auto run = r.read_run("r1", 0, 4);
   REQUIRE(run);
   CHECK(run->deltas.size() == 100);
   CHECK(run->status == "interrupted");

@@ -33,7 +33,7 @@ void finished_run(hb::storage::log_writer& w, const std::string& run_id, const s
 }
 
 bool pruned(hb::storage::log_reader& r, const std::string& run_id) {
-  auto run = r.read_run(run_id, 0);
+  auto run = r.read_run(run_id, 0, 0);
   REQUIRE(run);
   return run->pruned_at.has_value();
 }
@@ -81,7 +81,7 @@ TEST_CASE("old finished runs are pruned, a session's latest run and live runs ar
   CHECK_FALSE(pruned(r, "latest-a"));
   CHECK_FALSE(pruned(r, "live"));
   CHECK(rows_of(w, "latest-a") == 40);
-  CHECK(r.read_run("new-a3", 0)->deltas.size() == 20);
+  CHECK(r.read_run("new-a3", 0, 0)->deltas.size() == 20);
 }
 
 TEST_CASE("over the size limit the oldest finished runs go first", "[retention]") {

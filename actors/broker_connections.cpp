@@ -1,0 +1,198 @@
+// Connections: framing, answers in request order, one-shot versus
+// keepalive connections, read deadlines, idle keepalive connections, and
+// the write limit of streaming connections.
+#include "actors/broker_state.hpp"
+
+#include "protocol/request.hpp"
+
+namespace hb::actors {
+
+using protocol::error_line;
+
+void handle_line(broker_actor* self, handle h, const std::string& line); // broker.cpp
+
+namespace {
+
+std::string with_id(std::string line, const std::string& id) {
+  if (id.empty())
+    return line;
+  // Every answer opens with {"ok": true or {"ok": false; the id goes next.
+  static const std::string ok_true = "{\"ok\": true", ok_false = "{\"ok\": false";
+  size_t at = line.compare(0, ok_true.size(), ok_true) == 0    ? ok_true.size()
+              : line.compare(0, ok_false.size(), ok_false) == 0 ? ok_false.size()
+                                                                : std::string::npos;
+  if (at != std::string::npos)
+    line.insert(at, ", \"id\": " + id);
+  return line;
+}
+
+void write_line(broker_actor* self, handle h, const std::string& text) {
+  static const char newline = '\n';
+  self->write(h, text.size(), text.data());
+  self->write(h, 1, &newline);
+}
+
+void close_now(broker_actor* self, handle h) {
+  drop_watchers_of(self, h);
+  self->state.connections.erase(h.id());
+  self->close(h); // graceful: what was written is sent before the FIN
+}
+
+bool waits_for_a_line(const connection& conn) {
+  return conn.reader.buffered() > 0 || (!conn.keepalive && conn.next_request == 0);
+}
+
+} // namespace
+
+void on_new_connection(broker_actor* self, handle h) {
+  auto& st = self->state;
+  st.connections.emplace(h.id(), connection(st.settings->max_line_bytes));
+  self->configure_read(h, caf::io::receive_policy::at_most(65536));
+}
+
+void on_data(broker_actor* self, const caf::io::new_data_msg& msg) {
+  auto& conns = self->state.connections;
+  auto it = conns.find(msg.handle.id());
+  if (it == conns.end() || it->second.one_shot_taken || it->second.streaming)
+    return; // like the seed: bytes after a one-shot request are ignored
+  it->second.last_activity = std::chrono::steady_clock::now();
+  it->second.reader.feed(std::string_view(msg.buf.data(), msg.buf.size()));
+  for (;;) {
+    it = conns.find(msg.handle.id()); // answering may have closed it
+    if (it == conns.end() || it->second.one_shot_taken || it->second.streaming)
+      return;
+    auto& conn = it->second;
+    auto line = conn.reader.next_line();
+    if (conn.reader.overflowed()) {
+      // The rest of the stream has no trustworthy line boundary: answer, close.
+      conn.keepalive = false;
+      conn.one_shot_taken = true;
+      return respond_error(self, reply_to{msg.handle, conn.next_request++, ""},
+                           protocol::value_error("request line exceeds " +
+                                                 std::to_string(conn.reader.max_line_bytes()) +
+                                                 " bytes (--max-line-bytes)"));
+    }
+    if (!line)
+      return;
+    handle_line(self, msg.handle, *line);
+  }
+}
+
+void on_connection_closed(broker_actor* self, handle h) {
+  drop_watchers_of(self, h);
+  self->state.connections.erase(h.id());
+}
+
+void respond(broker_actor* self, const reply_to& to, std::string line) {
+  auto it = self->state.connections.find(to.h.id());
+  if (it == self->state.connections.end())
+    return; // the client left before its answer was ready
+  auto& conn = it->second;
+  auto& slot = conn.ready[to.seq]; // a subscription may queue several lines here
+  slot += (slot.empty() ? "" : "\n") + with_id(std::move(line), to.id);
+  while (!conn.ready.empty() && conn.ready.begin()->first == conn.next_answer) {
+    write_line(self, to.h, conn.ready.begin()->second);
+    conn.ready.erase(conn.ready.begin());
+    ++conn.next_answer;
+  }
+  self->flush(to.h);
+  conn.last_activity = std::chrono::steady_clock::now();
+  if (!conn.keepalive && !conn.streaming && conn.one_shot_taken && conn.next_answer == conn.next_request)
+    close_now(self, to.h);
+}
+
+void respond_error(broker_actor* self, const reply_to& to, const protocol::wire_error& e) {
+  respond(self, to, error_line(e));
+}
+
+void respond_failure(broker_actor* self, const reply_to& to, const caf::error& err) {
+  respond(self, to, error_line("RuntimeError", "hermes-bridge internal error: " + caf::to_string(err)));
+}
+
+bool push_line(broker_actor* self, const reply_to& to, const std::string& line, const watcher& w) {
+  auto it = self->state.connections.find(to.h.id());
+  if (it == self->state.connections.end())
+    return false;
+  auto& conn = it->second;
+  if (!conn.streaming) {
+    conn.streaming = true;
+    self->ack_writes(to.h, true); // data_transferred_msg tells how far behind the client is
+  }
+  uint64_t limit = self->state.settings->subscriber_buffer_bytes;
+  if (conn.unsent_bytes + line.size() + 1 > limit) {
+    // A client that stops reading must not make the daemon buffer without
+    // bound: end its stream and tell it where to resume.
+    std::string last = protocol::object_writer{}
+                         .boolean("ok", false)
+                         .str("error", "subscription ended: the client stopped reading (" +
+                                         std::to_string(conn.unsent_bytes) +
+                                         " bytes unsent, --subscriber-buffer-bytes " +
+                                         std::to_string(limit) +
+                                         "); subscribe again with these cursors")
+                         .str("error_type", "SlowReader")
+                         .str("run_id", w.run_id)
+                         .integer("cursor", w.cursor)
+                         .integer("event_cursor", w.event_cursor)
+                         .finish();
+    write_line(self, to.h, with_id(last, to.id));
+    self->flush(to.h);
+    close_now(self, to.h);
+    return false;
+  }
+  conn.unsent_bytes += line.size() + 1;
+  if (conn.next_answer > to.seq) {
+    write_line(self, to.h, with_id(line, to.id));
+    self->flush(to.h);
+  } else {
+    respond(self, to, line); // behind earlier answers on this connection
+  }
+  return true;
+}
+
+void end_stream(broker_actor* self, handle h) {
+  if (self->state.connections.count(h.id()))
+    close_now(self, h);
+}
+
+void on_transferred(broker_actor* self, const caf::io::data_transferred_msg& msg) {
+  auto it = self->state.connections.find(msg.handle.id());
+  if (it != self->state.connections.end())
+    it->second.unsent_bytes = msg.remaining;
+}
+
+std::chrono::milliseconds sweep_period(const daemon_settings& settings) {
+  return std::clamp(std::min(settings.read_timeout, settings.keepalive_idle) / 4,
+                    std::chrono::milliseconds(10), std::chrono::milliseconds(1000));
+}
+
+// Read deadlines for requests that never complete, and closing of idle
+// keepalive connections: one sweep per period instead of a timer per
+// connection keeps the cost flat at high request rates.
+void sweep_connections(broker_actor* self) {
+  auto& st = self->state;
+  auto now = std::chrono::steady_clock::now();
+  std::vector<int64_t> late, idle;
+  for (auto& [id, conn] : st.connections) {
+    if (conn.streaming || conn.one_shot_taken)
+      continue;
+    if (waits_for_a_line(conn)) {
+      if (now - conn.last_activity >= st.settings->read_timeout)
+        late.push_back(id);
+    } else if (conn.keepalive && conn.next_answer == conn.next_request &&
+               now - conn.last_activity >= st.settings->keepalive_idle) {
+      idle.push_back(id);
+    }
+  }
+  for (int64_t id : late) {
+    auto& conn = st.connections.at(id);
+    conn.keepalive = false;
+    conn.one_shot_taken = true;
+    respond(self, reply_to{handle::from_int(id), conn.next_request++, ""},
+            error_line("RuntimeError", "no complete request line within " +
+                                         std::to_string(st.settings->read_timeout.count()) + " ms"));
+  }
+  for (int64_t id : idle)
+    close_now(self, handle::from_int(id));
+}
+
+} // namespace hb::actors

@@ -1,0 +1,206 @@
+// Output pushed instead of polled: get_output with wait_ms (long-poll) and
+// subscriptions to a run or a session. The log writer reports each commit's
+// runs; every watcher of such a run re-reads from its own cursors, so what a
+// client receives is exactly what was committed after what it already had.
+#include "actors/broker_state.hpp"
+
+#include "protocol/request.hpp"
+
+#include <unordered_set>
+
+namespace hb::actors {
+
+using protocol::error_line;
+using protocol::json;
+
+namespace {
+
+void read_for(broker_actor* self, uint64_t key);
+
+void follow_run(broker_actor* self, uint64_t key, const std::string& run_id) {
+  auto& w = self->state.watchers.at(key);
+  w.run_id = run_id;
+  w.cursor = w.event_cursor = 0;
+  std::string line = protocol::object_writer{}
+                       .boolean("ok", true)
+                       .str("event", "run.started")
+                       .str("session_id", w.session_id)
+                       .str("run_id", run_id)
+                       .finish();
+  if (push_line(self, w.to, line, w))
+    read_for(self, key);
+}
+
+void on_read(broker_actor* self, uint64_t key, std::string line, bool news, int64_t cursor,
+             int64_t event_cursor, bool done) {
+  auto& watchers = self->state.watchers;
+  auto it = watchers.find(key);
+  if (it == watchers.end())
+    return; // the client left
+  auto& w = it->second;
+  w.reading = false;
+  if (w.what == watcher::kind::long_poll) {
+    if (news || std::chrono::steady_clock::now() >= w.deadline) {
+      reply_to to = w.to;
+      watchers.erase(it);
+      respond(self, to, std::move(line));
+      return;
+    }
+  } else {
+    if (news) {
+      if (!push_line(self, w.to, line, w))
+        return; // the stream was ended for a client that stopped reading
+      w.cursor = cursor;
+      w.event_cursor = event_cursor;
+    }
+    if (done) {
+      if (w.what == watcher::kind::run_stream) {
+        handle h = w.to.h;
+        watchers.erase(it);
+        end_stream(self, h);
+        return;
+      }
+      w.run_id.clear(); // a session stream waits for the session's next run
+      if (!w.next_run.empty())
+        follow_run(self, key, std::exchange(w.next_run, std::string()));
+      return;
+    }
+  }
+  if (std::exchange(w.again, false))
+    read_for(self, key);
+}
+
+// One read in flight per watcher; news arriving meanwhile triggers another.
+void read_for(broker_actor* self, uint64_t key) {
+  auto& w = self->state.watchers.at(key);
+  if (w.reading) {
+    w.again = true;
+    return;
+  }
+  w.reading = true;
+  self->request(next_reader(self), caf::infinite, output_atom::value, w.run_id, w.cursor,
+                w.event_cursor, w.include_output)
+    .then(
+      [=](std::string& line, bool news, int64_t cursor, int64_t event_cursor, bool done) {
+        on_read(self, key, std::move(line), news, cursor, event_cursor, done);
+      },
+      [=](caf::error& err) {
+        on_read(self, key, error_line("RuntimeError", "event log read failed: " + caf::to_string(err)),
+                true, 0, 0, true);
+      });
+}
+
+uint64_t add_watcher(broker_actor* self, watcher w) {
+  uint64_t key = ++self->state.next_watcher;
+  self->state.watchers.emplace(key, std::move(w));
+  return key;
+}
+
+} // namespace
+
+void get_output(broker_actor* self, const reply_to& to, const json& req) {
+  std::string run_id = protocol::field_str(req, "run_id");
+  int64_t cursor = std::max<int64_t>(0, protocol::field_int(req, "cursor"));
+  int64_t event_cursor = std::max<int64_t>(0, protocol::field_int(req, "event_cursor"));
+  bool include_output = !protocol::has_field(req, "include_output") ||
+                        protocol::field_truthy(req, "include_output");
+  int64_t wait_ms = std::clamp<int64_t>(protocol::field_int(req, "wait_ms"), 0, max_wait_ms);
+  if (wait_ms == 0) {
+    self->request(next_reader(self), caf::infinite, output_atom::value, run_id, cursor, event_cursor,
+                  include_output)
+      .then([=](std::string& line, bool, int64_t, int64_t, bool) { respond(self, to, std::move(line)); },
+            [=](caf::error& err) { respond_failure(self, to, err); });
+    return;
+  }
+  watcher w{watcher::kind::long_poll, to};
+  w.run_id = run_id;
+  w.cursor = cursor;
+  w.event_cursor = event_cursor;
+  w.include_output = include_output;
+  w.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
+  uint64_t key = add_watcher(self, std::move(w));
+  self->delayed_send(self, std::chrono::milliseconds(wait_ms), wait_due_atom::value, key);
+  read_for(self, key);
+}
+
+void on_wait_due(broker_actor* self, uint64_t key) {
+  auto it = self->state.watchers.find(key);
+  if (it != self->state.watchers.end() && !it->second.reading)
+    read_for(self, key); // past its deadline, the answer goes out whatever it holds
+}
+
+void subscribe(broker_actor* self, const reply_to& to, const json& req) {
+  std::string run_id = protocol::field_str(req, "run_id");
+  std::string session_id = protocol::field_str(req, "session_id");
+  if (run_id.empty() && session_id.empty())
+    throw protocol::value_error("subscribe needs a run_id or a session_id");
+  auto conn = self->state.connections.find(to.h.id());
+  if (conn != self->state.connections.end())
+    conn->second.streaming = true; // the connection now carries this stream only
+  if (!run_id.empty()) {
+    watcher w{watcher::kind::run_stream, to};
+    w.run_id = run_id;
+    w.cursor = std::max<int64_t>(0, protocol::field_int(req, "cursor"));
+    w.event_cursor = std::max<int64_t>(0, protocol::field_int(req, "event_cursor"));
+    w.include_output = false;
+    read_for(self, add_watcher(self, std::move(w)));
+    return;
+  }
+  watcher w{watcher::kind::session_stream, to};
+  w.session_id = session_id;
+  w.include_output = false;
+  uint64_t key = add_watcher(self, std::move(w));
+  auto session = self->state.sessions.find(session_id);
+  if (session == self->state.sessions.end())
+    return; // followed from its first run on
+  self->request(session->second, std::chrono::seconds(5), status_atom::value)
+    .then(
+      [=](bool, double, std::string& entry, std::string&) {
+        auto it = self->state.watchers.find(key);
+        auto doc = json::parse(entry, nullptr, false);
+        if (it == self->state.watchers.end() || !it->second.run_id.empty() || !doc.is_object())
+          return;
+        const json& current = doc["current_run_id"];
+        if (current.is_string())
+          follow_run(self, key, current.get<std::string>());
+      },
+      [](caf::error&) {});
+}
+
+void on_committed(broker_actor* self, const std::vector<std::string>& touched) {
+  std::unordered_set<std::string> runs;
+  std::unordered_map<std::string, std::string> run_of_session;
+  for (size_t i = 0; i + 1 < touched.size(); i += 2) {
+    runs.insert(touched[i]);
+    run_of_session[touched[i + 1]] = touched[i];
+  }
+  std::vector<uint64_t> to_read;
+  std::vector<std::pair<uint64_t, std::string>> to_follow;
+  for (auto& [key, w] : self->state.watchers) {
+    if (!w.run_id.empty() && runs.count(w.run_id)) {
+      to_read.push_back(key);
+    } else if (w.what == watcher::kind::session_stream) {
+      auto found = run_of_session.find(w.session_id);
+      if (found == run_of_session.end() || found->second == w.run_id)
+        continue;
+      if (w.run_id.empty())
+        to_follow.emplace_back(key, found->second);
+      else
+        w.next_run = found->second; // after the current run's last line
+    }
+  }
+  for (uint64_t key : to_read)
+    if (self->state.watchers.count(key))
+      read_for(self, key);
+  for (auto& [key, run_id] : to_follow)
+    if (self->state.watchers.count(key))
+      follow_run(self, key, run_id);
+}
+
+void drop_watchers_of(broker_actor* self, handle h) {
+  auto& watchers = self->state.watchers;
+  for (auto it = watchers.begin(); it != watchers.end();)
+    it = it->second.to.h == h ? watchers.erase(it) : std::next(it);
+}
+
+} // namespace hb::actors

@@ -1,0 +1,163 @@
+// Questions between an agent and the client: approvals (the terminal
+// callback path and the gateway path) and compression requests. Each is
+// logged when asked, answered exactly once (by the client, its deadline, an
+// interrupt or the end of its run) and the answer is logged too.
+#include "actors/broker_state.hpp"
+
+#include "actors/blocking_call.hpp"
+#include "bridge/python/embedded_agent.hpp"
+#include "protocol/request.hpp"
+
+namespace hb::actors {
+
+using protocol::error_line;
+using protocol::json;
+using protocol::object_writer;
+
+namespace {
+
+json question_event(const char* name, const char* id_key, const std::string& id,
+                    const std::string& request_json) {
+  json event;
+  event["event"] = name;
+  event[id_key] = id;
+  auto request = json::parse(request_json, nullptr, false);
+  if (request.is_object())
+    for (auto it = request.begin(); it != request.end(); ++it)
+      event[it.key()] = it.value();
+  return event;
+}
+
+json resolved_event(const std::string& approval_id, const std::string& choice,
+                    const std::string& reason = {}) {
+  json event;
+  event["event"] = "approval.resolved";
+  event["approval_id"] = approval_id;
+  event["choice"] = choice;
+  if (!reason.empty())
+    event["reason"] = reason;
+  return event;
+}
+
+std::string compression_failure(const std::string& request_id, const std::string& why) {
+  json reply;
+  reply["request_id"] = request_id;
+  reply["failure"] = why;
+  return protocol::dumps(reply);
+}
+
+std::string approval_line(const std::string& id, bool resolved, const std::string& choice) {
+  return object_writer{}
+    .boolean("ok", true)
+    .str("approval_id", id)
+    .boolean("resolved", resolved)
+    .str("choice", choice)
+    .finish();
+}
+
+} // namespace
+
+void emit(broker_actor* self, const std::string& run_id, const json& event) {
+  self->send(self->state.links.writer, event_atom::value, run_id, protocol::dumps(event),
+             now_seconds());
+}
+
+// Answers a question nobody answered: approvals are denied (fail closed),
+// compression fails. The log says why.
+void settle_unanswered(broker_actor* self, question& q, const std::string& reason, bool timed_out) {
+  switch (q.what) {
+    case question::kind::terminal_approval:
+      emit(self, q.run_id, resolved_event(q.id, "deny", reason));
+      q.answer.deliver(std::string("deny"));
+      break;
+    case question::kind::gateway_approval:
+      emit(self, q.run_id, resolved_event(q.id, "deny", reason));
+      break;
+    case question::kind::compression:
+      q.answer.deliver(compression_failure(
+        q.id, timed_out ? "bridge compression timed out" : "bridge compression cancelled: " + reason));
+      break;
+  }
+}
+
+caf::response_promise open_question(broker_actor* self, question::kind what,
+                                    const std::string& run_id, const std::string& session_id,
+                                    const std::string& request_json, int64_t timeout_ms) {
+  auto rp = self->make_response_promise();
+  std::string id = new_id();
+  bool compression = what == question::kind::compression;
+  emit(self, run_id,
+       question_event(compression ? "bridge.compression.requested" : "approval.requested",
+                      compression ? "request_id" : "approval_id", id, request_json));
+  self->state.questions.add(question{what, id, run_id, session_id, rp});
+  self->delayed_send(self, std::chrono::milliseconds(timeout_ms), deadline_atom::value, id);
+  return rp;
+}
+
+void approval_respond(broker_actor* self, const reply_to& to, const json& req) {
+  std::string id = protocol::py_strip(protocol::field_str(req, "approval_id"));
+  if (id.empty())
+    throw protocol::value_error("approval_id is required");
+  std::string raw = protocol::field_truthy(req, "choice") ? protocol::py_str(protocol::field(req, "choice"))
+                                                          : std::string("deny");
+  std::string choice = protocol::py_lower(protocol::py_strip(raw));
+  if (choice != "once" && choice != "session" && choice != "always" && choice != "deny")
+    choice = "deny";
+  const question* open = self->state.questions.find(id);
+  if (!open || open->what == question::kind::compression)
+    return respond(self, to, approval_line(id, false, choice));
+  question q;
+  self->state.questions.take(id, q);
+  if (q.what == question::kind::terminal_approval) {
+    // Logged before the agent gets the answer, so it precedes what it does next.
+    emit(self, q.run_id, resolved_event(id, choice));
+    q.answer.deliver(choice);
+    return respond(self, to, approval_line(id, true, choice));
+  }
+  // hermes-agent waits for gateway answers itself and may have given up
+  // already; only its own verdict says whether this answer counted. The
+  // verdict is logged while the GIL still holds the woken agent back.
+  std::string session_id = q.session_id, run_id = q.run_id;
+  caf::actor writer = self->state.links.writer;
+  blocking_call(self, [=] {
+    return bridge::resolve_gateway_approval(session_id, choice, [&](int released) {
+      auto event = released > 0 ? resolved_event(id, choice) : resolved_event(id, "deny", "timeout");
+      caf::anon_send(writer, event_atom::value, run_id, protocol::dumps(event), now_seconds());
+    }) > 0;
+  }).then([=](bool resolved) { respond(self, to, approval_line(id, resolved, choice)); },
+          [=](caf::error& err) { respond_failure(self, to, err); });
+}
+
+void compression_respond(broker_actor* self, const reply_to& to, const json& req) {
+  std::string id = protocol::py_strip(protocol::field_str(req, "request_id"));
+  if (id.empty())
+    throw protocol::value_error("request_id is required");
+  const json& messages = protocol::field(req, "messages");
+  if (!messages.is_null() && !messages.is_array())
+    throw protocol::value_error("messages must be a list");
+  const question* open = self->state.questions.find(id);
+  if (!open || open->what != question::kind::compression)
+    throw protocol::runtime_error("compression request " + id + " not found");
+  question q;
+  self->state.questions.take(id, q);
+  json reply;
+  reply["request_id"] = id;
+  reply["messages"] = messages;
+  reply["system_message"] = protocol::field(req, "system_message");
+  reply["error"] = protocol::field(req, "error");
+  q.answer.deliver(protocol::dumps(reply));
+  respond(self, to, object_writer{}.boolean("ok", true).str("request_id", id).boolean("handled", true).finish());
+}
+
+
+void open_gateway_question(broker_actor* self, const std::string& run_id,
+                           const std::string& session_id, const std::string& request_json,
+                           int64_t timeout_ms) {
+  std::string id = new_id();
+  emit(self, run_id, question_event("approval.requested", "approval_id", id, request_json));
+  self->state.questions.add(question{question::kind::gateway_approval, id, run_id, session_id, {}});
+  // hermes-agent gives up at timeout_ms by itself; the log says so then.
+  self->delayed_send(self, std::chrono::milliseconds(timeout_ms), deadline_atom::value, id);
+}
+
+} // namespace hb::actors

@@ -1,0 +1,119 @@
+// The broker's state and the functions its translation units share:
+// connections (broker_connections.cpp), questions (broker_questions.cpp),
+// pushed output (broker_push.cpp) and request routing (broker.cpp).
+#pragma once
+
+#include "actors/broker.hpp"
+#include "actors/question_table.hpp"
+#include "protocol/json_text.hpp"
+#include "protocol/line_reader.hpp"
+#include "protocol/wire_error.hpp"
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+
+namespace hb::actors {
+
+using handle = caf::io::connection_handle;
+using steady_time = std::chrono::steady_clock::time_point;
+
+// Where an answer goes: a connection, the request's place in that
+// connection's order, and the client's "id" to echo (JSON text, or empty).
+struct reply_to {
+  handle h;
+  uint64_t seq = 0;
+  std::string id;
+};
+
+struct connection {
+  explicit connection(size_t max_line) : reader(max_line) {}
+  protocol::line_reader reader;
+  steady_time last_activity = std::chrono::steady_clock::now();
+  bool keepalive = false;  // a request asked for it: read and answer more lines
+  bool one_shot_taken = false; // without keepalive: one request, later bytes ignored
+  bool streaming = false;  // a subscription owns the connection
+  uint64_t next_request = 0;
+  uint64_t next_answer = 0;
+  std::map<uint64_t, std::string> ready; // answers waiting for earlier ones
+  uint64_t unsent_bytes = 0;             // streaming: written but not yet sent
+};
+
+// A client waiting for a run's output: a long-poll (answered once) or a
+// subscription (one line per commit with news).
+struct watcher {
+  enum class kind { long_poll, run_stream, session_stream } what;
+  reply_to to;
+  std::string run_id;     // the run being followed; empty while a session idles
+  std::string session_id; // session streams
+  std::string next_run;   // session streams: started while the previous run was finishing
+  int64_t cursor = 0;
+  int64_t event_cursor = 0;
+  bool include_output = true;
+  steady_time deadline{}; // long polls
+  bool reading = false;   // a read is on its way
+  bool again = false;     // news arrived during that read
+};
+
+struct broker_state {
+  std::shared_ptr<const daemon_settings> settings;
+  broker_links links;
+  size_t next_reader = 0;
+  std::map<std::string, caf::actor> sessions;
+  question_table questions;
+  std::unordered_map<int64_t, connection> connections;
+  std::unordered_map<uint64_t, watcher> watchers;
+  uint64_t next_watcher = 0;
+  caf::io::accept_handle acceptor;
+  bool stopping = false;
+  static inline const char* name = "broker";
+};
+
+using broker_actor = caf::stateful_actor<broker_state, caf::io::broker>;
+
+// -- broker_connections.cpp ----------------------------------------------------
+void on_new_connection(broker_actor* self, handle h);
+void on_data(broker_actor* self, const caf::io::new_data_msg& msg);
+void on_connection_closed(broker_actor* self, handle h);
+void on_transferred(broker_actor* self, const caf::io::data_transferred_msg& msg);
+void sweep_connections(broker_actor* self);
+std::chrono::milliseconds sweep_period(const daemon_settings& settings);
+// Writes the answer in request order (keepalive), or answers and closes.
+void respond(broker_actor* self, const reply_to& to, std::string line);
+void respond_error(broker_actor* self, const reply_to& to, const protocol::wire_error& e);
+void respond_failure(broker_actor* self, const reply_to& to, const caf::error& err);
+// Subscriptions: one more line on a streaming connection; false when the
+// client is too far behind and the stream was ended for it.
+bool push_line(broker_actor* self, const reply_to& to, const std::string& line,
+               const watcher& w);
+void end_stream(broker_actor* self, handle h);
+
+// -- broker_questions.cpp ------------------------------------------------------
+void emit(broker_actor* self, const std::string& run_id, const protocol::json& event);
+caf::response_promise open_question(broker_actor* self, question::kind what,
+                                    const std::string& run_id, const std::string& session_id,
+                                    const std::string& request_json, int64_t timeout_ms);
+void open_gateway_question(broker_actor* self, const std::string& run_id,
+                           const std::string& session_id, const std::string& request_json,
+                           int64_t timeout_ms);
+void settle_unanswered(broker_actor* self, question& q, const std::string& reason, bool timed_out);
+void approval_respond(broker_actor* self, const reply_to& to, const protocol::json& req);
+void compression_respond(broker_actor* self, const reply_to& to, const protocol::json& req);
+
+// -- broker_push.cpp -------------------------------------------------------------
+constexpr int64_t max_wait_ms = 30'000;
+void get_output(broker_actor* self, const reply_to& to, const protocol::json& req);
+void subscribe(broker_actor* self, const reply_to& to, const protocol::json& req);
+// The writer committed news for these runs: [run_id, session_id, ...].
+void on_committed(broker_actor* self, const std::vector<std::string>& touched);
+void on_wait_due(broker_actor* self, uint64_t key);
+void drop_watchers_of(broker_actor* self, handle h);
+
+const caf::actor& next_reader(broker_actor* self);
+
+} // namespace hb::actors
