@@ -114,14 +114,13 @@ bool push_line(broker_actor* self, const reply_to& to, const std::string& line, 
   if (it == self->state.connections.end())
     return false;
   auto& conn = it->second;
-  if (!conn.streaming) {
-    conn.streaming = true;
-    self->ack_writes(to.h, true); // data_transferred_msg tells how far behind the client is
-  }
   uint64_t limit = self->state.settings->subscriber_buffer_bytes;
-  if (conn.unsent_bytes + line.size() + 1 > limit) {
+  if (conn.unsent_bytes > 0 && conn.unsent_bytes + line.size() + 1 > limit) {
     // A client that stops reading must not make the daemon buffer without
-    // bound: end its stream and tell it where to resume.
+    // bound: with a backlog already waiting, a line that would take it past
+    // the limit ends the stream instead, telling the client where to resume.
+    // (Lines are only sent on a drained connection, except a run's last one,
+    // so a reader that keeps reading, however slowly, is never cut off.)
     std::string last = protocol::object_writer{}
                          .boolean("ok", false)
                          .str("error", "subscription ended: the client stopped reading (" +
@@ -149,6 +148,14 @@ bool push_line(broker_actor* self, const reply_to& to, const std::string& line, 
   return true;
 }
 
+void begin_stream(broker_actor* self, handle h) {
+  auto it = self->state.connections.find(h.id());
+  if (it == self->state.connections.end() || it->second.streaming)
+    return;
+  it->second.streaming = true;      // no more requests on this connection
+  self->ack_writes(h, true);        // data_transferred_msg: how far behind the client is
+}
+
 void end_stream(broker_actor* self, handle h) {
   if (self->state.connections.count(h.id()))
     close_now(self, h);
@@ -156,8 +163,16 @@ void end_stream(broker_actor* self, handle h) {
 
 void on_transferred(broker_actor* self, const caf::io::data_transferred_msg& msg) {
   auto it = self->state.connections.find(msg.handle.id());
-  if (it != self->state.connections.end())
-    it->second.unsent_bytes = msg.remaining;
+  if (it == self->state.connections.end())
+    return;
+  it->second.unsent_bytes = msg.remaining;
+  if (msg.remaining == 0)
+    on_drained(self, msg.handle);
+}
+
+uint64_t unsent_bytes(broker_actor* self, handle h) {
+  auto it = self->state.connections.find(h.id());
+  return it == self->state.connections.end() ? 0 : it->second.unsent_bytes;
 }
 
 std::chrono::milliseconds sweep_period(const daemon_settings& settings) {

@@ -47,6 +47,14 @@ void on_read(broker_actor* self, uint64_t key, std::string line, bool news, int6
       return;
     }
   } else {
+    if (news && !done && unsent_bytes(self, w.to.h) > 0) {
+      // The client has not taken the last line yet: hold this news back and
+      // send everything since in one line once it has (fewer, larger lines
+      // for a slow reader; nothing piles up for a stopped one).
+      w.deferred = true;
+      w.again = false;
+      return;
+    }
     if (news) {
       if (!push_line(self, w.to, line, w))
         return; // the stream was ended for a client that stopped reading
@@ -134,9 +142,7 @@ void subscribe(broker_actor* self, const reply_to& to, const json& req) {
   std::string session_id = protocol::field_str(req, "session_id");
   if (run_id.empty() && session_id.empty())
     throw protocol::value_error("subscribe needs a run_id or a session_id");
-  auto conn = self->state.connections.find(to.h.id());
-  if (conn != self->state.connections.end())
-    conn->second.streaming = true; // the connection now carries this stream only
+  begin_stream(self, to.h);
   if (!run_id.empty()) {
     watcher w{watcher::kind::run_stream, to};
     w.run_id = run_id;
@@ -195,6 +201,17 @@ void on_committed(broker_actor* self, const std::vector<std::string>& touched) {
   for (auto& [key, run_id] : to_follow)
     if (self->state.watchers.count(key))
       follow_run(self, key, run_id);
+}
+
+void on_drained(broker_actor* self, handle h) {
+  std::vector<uint64_t> ready;
+  for (auto& [key, w] : self->state.watchers)
+    if (w.to.h == h && w.deferred) {
+      w.deferred = false;
+      ready.push_back(key);
+    }
+  for (uint64_t key : ready)
+    read_for(self, key);
 }
 
 void drop_watchers_of(broker_actor* self, handle h) {

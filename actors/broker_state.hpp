@@ -58,6 +58,7 @@ struct watcher {
   steady_time deadline{}; // long polls
   bool reading = false;   // a read is on its way
   bool again = false;     // news arrived during that read
+  bool deferred = false;  // news held back until the client drains what it has
 };
 
 struct broker_state {
@@ -91,6 +92,7 @@ void respond_failure(broker_actor* self, const reply_to& to, const caf::error& e
 // client is too far behind and the stream was ended for it.
 bool push_line(broker_actor* self, const reply_to& to, const std::string& line,
                const watcher& w);
+void begin_stream(broker_actor* self, handle h);
 void end_stream(broker_actor* self, handle h);
 
 // -- broker_questions.cpp ------------------------------------------------------
@@ -113,6 +115,10 @@ void subscribe(broker_actor* self, const reply_to& to, const protocol::json& req
 void on_committed(broker_actor* self, const std::vector<std::string>& touched);
 void on_wait_due(broker_actor* self, uint64_t key);
 void drop_watchers_of(broker_actor* self, handle h);
+// The client of `h` has taken everything written so far.
+void on_drained(broker_actor* self, handle h);
+// Bytes written to the client of `h` that it has not taken yet.
+uint64_t unsent_bytes(broker_actor* self, handle h);
 
 const caf::actor& next_reader(broker_actor* self);
 

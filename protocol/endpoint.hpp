@@ -19,6 +19,6 @@ endpoint parse_endpoint(const std::string& text);
 // A listening socket (non-blocking, close-on-exec). For ipc:// the parent
 // directory is created and a stale socket file replaced. Throws
 // std::runtime_error on failure.
-int listen_on(const endpoint& ep, int backlog = 128);
+int listen_on(const endpoint& ep, int backlog = 4096);
 
 } // namespace hb::protocol
