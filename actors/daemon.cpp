@@ -58,6 +58,7 @@ int serve(const daemon_settings& settings, int listen_fd, std::shared_ptr<storag
   retention.policy.max_bytes = settings.retain_mb * 1024 * 1024;
   retention.interval = settings.prune_interval;
   auto writer = spawn_log_writer(sys, std::move(log), retention);
+  spawn_log_checkpointer(sys, settings.db_path, std::chrono::milliseconds(1000));
   broker_links links;
   links.writer = writer;
   for (size_t i = 0; i < std::max<size_t>(1, settings.readers); ++i)

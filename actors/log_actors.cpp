@@ -173,6 +173,37 @@ caf::behavior log_writer_actor(writer_actor* self, std::shared_ptr<storage::log_
   };
 }
 
+// Checkpoints copy the WAL back into the database file and fsync it. Done by
+// the committing writer (SQLite's default), each one would hold up every
+// delta waiting behind it; so the writer never checkpoints and this actor
+// does it on its own connection, which does not block appends.
+struct checkpointer_state {
+  std::unique_ptr<SQLite::Database> db;
+  static inline const char* name = "log_checkpointer";
+};
+
+caf::behavior log_checkpointer_actor(caf::stateful_actor<checkpointer_state>* self, std::string path,
+                                     std::chrono::milliseconds period) {
+  try {
+    self->state.db = std::make_unique<SQLite::Database>(path, SQLite::OPEN_READWRITE);
+    self->state.db->setBusyTimeout(1000);
+  } catch (const std::exception& e) {
+    std::cerr << "hermes-bridge: cannot open event log for checkpoints: " << e.what() << std::endl;
+  }
+  self->send(self, tick_atom::value);
+  return {
+    [=](tick_atom) {
+      try {
+        if (self->state.db)
+          self->state.db->exec("PRAGMA wal_checkpoint(PASSIVE)");
+      } catch (const std::exception& e) {
+        std::cerr << "hermes-bridge: event log checkpoint failed: " << e.what() << std::endl;
+      }
+      self->delayed_send(self, period, tick_atom::value);
+    },
+  };
+}
+
 struct reader_state {
   std::unique_ptr<storage::log_reader> log;
   static inline const char* name = "log_reader";
@@ -253,6 +284,11 @@ caf::behavior log_reader_actor(reader_actor* self, std::string path) {
 caf::actor spawn_log_writer(caf::actor_system& sys, std::shared_ptr<storage::log_writer> log,
                             const retention_settings& retention) {
   return sys.spawn<caf::detached>(log_writer_actor, std::move(log), retention);
+}
+
+caf::actor spawn_log_checkpointer(caf::actor_system& sys, const std::string& db_path,
+                                  std::chrono::milliseconds period) {
+  return sys.spawn<caf::detached>(log_checkpointer_actor, db_path, period);
 }
 
 caf::actor spawn_log_reader(caf::actor_system& sys, const std::string& db_path) {

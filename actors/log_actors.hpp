@@ -28,6 +28,11 @@ struct retention_settings {
 caf::actor spawn_log_writer(caf::actor_system& sys, std::shared_ptr<storage::log_writer> log,
                             const retention_settings& retention);
 
+// Detached: moves the WAL into the database file every `period`, so the
+// writer (which never checkpoints) is not held up by fsyncs.
+caf::actor spawn_log_checkpointer(caf::actor_system& sys, const std::string& db_path,
+                                  std::chrono::milliseconds period);
+
 // Detached, each with its own read-only connection.
 caf::actor spawn_log_reader(caf::actor_system& sys, const std::string& db_path);
 

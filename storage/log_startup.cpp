@@ -21,7 +21,10 @@ opened_log open_for_serving(const std::string& path, const startup_options& opti
   if (!parent.empty())
     std::filesystem::create_directories(parent);
   opened_log out;
-  out.writer = std::make_shared<log_writer>(path, writer_options{options.synchronous});
+  writer_options writing;
+  writing.synchronous = options.synchronous;
+  writing.checkpoint_on_commit = false; // the daemon's checkpointer does it
+  out.writer = std::make_shared<log_writer>(path, writing);
   auto& db = out.writer->database();
   if (!options.skip_integrity_check) {
     if (std::filesystem::file_size(path) > options.check_before_serving_max_bytes) {

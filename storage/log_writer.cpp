@@ -9,6 +9,8 @@ namespace hb::storage {
 log_writer::log_writer(const std::string& path, const writer_options& options)
   : db_(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE | SQLite::OPEN_FULLMUTEX) {
   prepare_log(db_, options.synchronous);
+  if (!options.checkpoint_on_commit)
+    db_.exec("PRAGMA wal_autocheckpoint=0"); // a separate connection checkpoints
   insert_run_ = std::make_unique<SQLite::Statement>(
     db_, "INSERT INTO runs(run_id, session_id, status, started_at) VALUES(?, ?, 'running', ?)");
   insert_delta_ = std::make_unique<SQLite::Statement>(

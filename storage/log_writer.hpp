@@ -19,6 +19,10 @@ struct writer_options {
   // "NORMAL" survives a process crash (kill -9) in WAL mode; "FULL" also an
   // OS crash or power loss, at the price of an fsync per commit.
   std::string synchronous = "NORMAL";
+  // SQLite's default: the committing connection checkpoints the WAL (and
+  // fsyncs) every 1000 pages. The daemon turns it off and checkpoints from
+  // its own connection instead, off the commit path.
+  bool checkpoint_on_commit = true;
 };
 
 struct session_row {

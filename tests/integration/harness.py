@@ -71,7 +71,9 @@ class Bridge:
     def start(self, timeout: float = 30.0) -> "Bridge":
         env = dict(os.environ)
         env.pop("HERMES_AGENT_ROOT", None)
-        env.update({"FAKE_AGENT_LOG": str(self.agent_log), "PYTHONDONTWRITEBYTECODE": "1"})
+        env.update({"PYTHONDONTWRITEBYTECODE": "1"})
+        if not os.environ.get("HB_NO_AGENT_LOG"):
+            env["FAKE_AGENT_LOG"] = str(self.agent_log)
         env.update(self.env)
         self.stderr_path = self.dir / "stderr.log"
         with open(self.stderr_path, "wb") as stderr:

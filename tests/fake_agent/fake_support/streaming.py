@@ -5,6 +5,7 @@ Mirrors the real agent: a daemon `threading.Thread(target=_call)` per call
 join(timeout) and abandons it when interrupted.
 """
 
+import itertools
 import threading
 
 JOIN_POLL_SECONDS = 0.05
@@ -17,8 +18,12 @@ def run_api_call(agent, deltas, delay_s, stream_callback):
     sent = []
 
     def _call():
-        for index, delta in enumerate(deltas):
+        source = iter(deltas)  # drawn after each pause: lazy deltas see delivery time
+        for index in itertools.count():
             if index and delay_s and stop.wait(delay_s):
+                return
+            delta = next(source, None)
+            if delta is None:
                 return
             # Decide and record under the lock: whatever the turn snapshots as
             # final_response is exactly what was (or is about to be) delivered.

@@ -44,6 +44,7 @@ class Turn:
             "echo": lambda arg: self._api_call("echo: " + arg),
             "say": self._api_call,
             "stream": self._step_stream,
+            "clock": self._step_clock,
             "tool": self._step_tool,
             "danger": lambda arg: self._step_approval(arg, "auto"),
             "approve-cli": lambda arg: self._step_approval(arg, "cli"),
@@ -158,6 +159,13 @@ class Turn:
     def _step_stream(self, arg) -> None:
         count, _, ms = arg.partition(" ")
         deltas = [f"d{i} " for i in range(int(count))]
+        self._api_call(deltas=deltas, delay_s=int(ms or 0) / 1000.0)
+
+    def _step_clock(self, arg) -> None:
+        """Deltas that carry the wall-clock time they were produced at, for
+        measuring the delay from the agent to a client."""
+        count, _, ms = arg.partition(" ")
+        deltas = (f"t={time.time():.6f} " for _ in range(int(count)))
         self._api_call(deltas=deltas, delay_s=int(ms or 0) / 1000.0)
 
     def _step_tool(self, arg) -> None:
