@@ -2,6 +2,7 @@
 // the embedded Python, binds the socket, then hands over to the actors.
 #include "actors/daemon.hpp"
 #include "actors/vocabulary.hpp"
+#include "app/commands.hpp"
 #include "bridge/python/embedded_agent.hpp"
 #include "protocol/endpoint.hpp"
 #include "protocol/json_text.hpp"
@@ -14,6 +15,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -36,15 +38,19 @@ std::string absolute(const std::string& path) {
 
 // Hermes Studio starts its bridge as `<python> hermes_bridge.py --endpoint ...`;
 // pointed at this binary, the script path arrives as the first argument.
-std::vector<std::string> normalized_args(int argc, char** argv) {
+std::vector<std::string> normalized_args(int argc, char** argv, const CLI::App& app) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (!args.empty() && args.front().size() > 3 &&
       args.front().compare(args.front().size() - 3, 3, ".py") == 0)
     args.erase(args.begin());
-  bool has_command = !args.empty() && (args.front() == "serve");
+  bool has_command = false;
+  if (!args.empty()) {
+    for (const auto* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+      has_command = has_command || sub->get_name() == args.front();
+  }
   bool wants_help = !args.empty() && (args.front() == "-h" || args.front() == "--help");
   if (!has_command && !wants_help)
-    args.insert(args.begin(), "serve");
+    args.insert(args.begin(), "serve"); // serve is the default command
   return args;
 }
 
@@ -143,20 +149,26 @@ int run_serve(const serve_flags& flags, int ready_fd) {
   });
 }
 
+// stdout carries exactly one line, the ready line. Everything else that
+// would write there (the agent prints, so do some libraries) goes to stderr.
+int serve_from_main(const serve_flags& flags) {
+  int ready_fd = ::dup(STDOUT_FILENO);
+  ::dup2(STDERR_FILENO, STDOUT_FILENO);
+  return run_serve(flags, ready_fd);
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
-  // stdout carries exactly one line, the ready line. Everything else that
-  // would write there (the agent prints, so do some libraries) goes to stderr.
-  int ready_fd = ::dup(STDOUT_FILENO);
-  ::dup2(STDERR_FILENO, STDOUT_FILENO);
-
   CLI::App app{"hermes-bridge: hosts hermes-agent sessions for socket clients such as Hermes Studio.\n"
                "A drop-in for hermes_bridge.py: same protocol, concurrent runs, every run kept in an\n"
                "SQLite event log."};
   app.require_subcommand(1);
   serve_flags flags;
+  // The subcommand chosen on the command line sets what runs.
+  std::function<int()> chosen;
   auto* serve = app.add_subcommand("serve", "Serve the bridge protocol (the default command).");
+  serve->callback([&] { chosen = [&] { return serve_from_main(flags); }; });
   serve->add_option("--endpoint", flags.endpoint, "ipc://PATH (unix socket) or tcp://HOST:PORT")
     ->envname("HERMES_AGENT_BRIDGE_ENDPOINT")
     ->capture_default_str();
@@ -231,22 +243,16 @@ int main(int argc, char** argv) {
     "Stops on the `shutdown` action, SIGTERM or SIGINT: live runs are interrupted, the log flushed.\n"
     "A leading *.py argument (Hermes Studio's way of starting hermes_bridge.py) is ignored.");
 
-  std::vector<std::string> args = normalized_args(argc, argv);
+  hb::app::add_commands(app, chosen);
+
+  std::vector<std::string> args = normalized_args(argc, argv, app);
   std::vector<const char*> cargs{argv[0]};
   for (const auto& a : args)
     cargs.push_back(a.c_str());
   try {
     app.parse(static_cast<int>(cargs.size()), const_cast<char**>(cargs.data()));
   } catch (const CLI::ParseError& e) {
-    // Help text belongs on the real stdout.
-    if (e.get_exit_code() == 0) {
-      std::string text = app.help();
-      if (serve->parsed())
-        text = serve->help();
-      [[maybe_unused]] auto n = ::write(ready_fd, text.data(), text.size());
-      return 0;
-    }
     return app.exit(e);
   }
-  return run_serve(flags, ready_fd);
+  return chosen ? chosen() : 2;
 }
