@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 
 namespace hb::actors {
@@ -160,6 +161,45 @@ void destroy_all(broker_actor* self, const reply_to& to) {
         });
 }
 
+// What an operator (or a monitor) wants to know about a daemon that has been
+// running for weeks.
+void health(broker_actor* self, const reply_to& to) {
+  survey_sessions(self, [=](std::vector<std::pair<double, std::string>>& entries) {
+    int64_t running = 0;
+    for (const auto& entry : entries)
+      running += entry.second.find("\"running\": true") != std::string::npos;
+    auto& st = self->state;
+    int64_t sessions = static_cast<int64_t>(entries.size());
+    int64_t questions = static_cast<int64_t>(st.questions.size());
+    int64_t connections = static_cast<int64_t>(st.connections.size());
+    int64_t watchers = static_cast<int64_t>(st.watchers.size());
+    std::error_code ec;
+    auto bytes = [&](const std::string& path) {
+      auto size = std::filesystem::file_size(path, ec);
+      return ec ? int64_t{0} : static_cast<int64_t>(size);
+    };
+    int64_t log_bytes = bytes(st.settings->db_path) + bytes(st.settings->db_path + "-wal");
+    self->request(st.links.writer, session_reply_limit, stats_atom::value)
+      .then(
+        [=](int64_t commits, int64_t rows, double last_ms, double max_ms) {
+          respond(self, to, object_writer{}
+                              .boolean("ok", true)
+                              .integer("sessions", sessions)
+                              .integer("running", running)
+                              .integer("pending_questions", questions)
+                              .integer("connections", connections)
+                              .integer("subscribers", watchers)
+                              .integer("log_bytes", log_bytes)
+                              .integer("commits", commits)
+                              .integer("committed_rows", rows)
+                              .number("last_commit_ms", last_ms)
+                              .number("max_commit_ms", max_ms)
+                              .finish());
+        },
+        [=](caf::error& err) { respond_failure(self, to, err); });
+  });
+}
+
 void route(broker_actor* self, const reply_to& to, const json& req) {
   std::string action = protocol::py_strip(protocol::field_str(req, "action"));
   if (action.empty())
@@ -213,6 +253,8 @@ void route(broker_actor* self, const reply_to& to, const json& req) {
     destroy_all(self, to);
   } else if (action == "list") {
     list_sessions(self, to);
+  } else if (action == "health") {
+    health(self, to);
   } else if (action == "status" || action == "status_if_loaded") {
     session_status(self, to, req);
   } else if (action == "shutdown") {
@@ -226,6 +268,17 @@ void route(broker_actor* self, const reply_to& to, const json& req) {
 
 } // namespace
 
+// Same time whatever prefix matches, so the comparison leaks nothing.
+bool token_matches(const std::string& expected, const json& given) {
+  if (!given.is_string())
+    return false;
+  const std::string& text = given.get_ref<const std::string&>();
+  unsigned char differs = text.size() != expected.size();
+  for (size_t i = 0; i < expected.size(); ++i)
+    differs |= static_cast<unsigned char>(expected[i] ^ (i < text.size() ? text[i] : 0));
+  return differs == 0;
+}
+
 // One request line: its place in the connection's order, keepalive and id.
 void handle_line(broker_actor* self, handle h, const std::string& line) {
   auto& conn = self->state.connections.at(h.id());
@@ -233,12 +286,28 @@ void handle_line(broker_actor* self, handle h, const std::string& line) {
   json req;
   try {
     req = protocol::decode_request(line);
+    const std::string& token = self->state.settings->token;
+    if (!token.empty() && !conn.authenticated) {
+      if (!token_matches(token, protocol::field(req, "token"))) {
+        // A rejected client learns nothing but the rejection.
+        conn.keepalive = false;
+        conn.one_shot_taken = true;
+        return respond(self, to, error_line("PermissionError", "unauthorized"));
+      }
+      conn.authenticated = true;
+    }
+    req.erase("token"); // never passed on, stored or logged
     if (protocol::field_truthy(req, "keepalive"))
       conn.keepalive = true;
     if (protocol::has_field(req, "id"))
       to.id = protocol::dumps(protocol::field(req, "id"));
   } catch (const protocol::wire_error&) {
     // answered below, in order, like any other request
+  }
+  if (!self->state.settings->token.empty() && !conn.authenticated) {
+    conn.keepalive = false;
+    conn.one_shot_taken = true;
+    return respond(self, to, error_line("PermissionError", "unauthorized"));
   }
   if (!conn.keepalive)
     conn.one_shot_taken = true; // like the seed: one request, then the answer, then close

@@ -46,6 +46,16 @@ bool waits_for_a_line(const connection& conn) {
 
 void on_new_connection(broker_actor* self, handle h) {
   auto& st = self->state;
+  if (st.connections.size() >= st.settings->max_connections) {
+    // Refused at once and clearly, so a flood of connections cannot starve
+    // the clients already being served.
+    write_line(self, h, error_line("RuntimeError", "too many connections (--max-connections " +
+                                                     std::to_string(st.settings->max_connections) +
+                                                     "); try again later"));
+    self->flush(h);
+    self->close(h);
+    return;
+  }
   st.connections.emplace(h.id(), connection(st.settings->max_line_bytes));
   self->configure_read(h, caf::io::receive_policy::at_most(65536));
 }

@@ -38,6 +38,7 @@ struct connection {
   bool keepalive = false;  // a request asked for it: read and answer more lines
   bool one_shot_taken = false; // without keepalive: one request, later bytes ignored
   bool streaming = false;  // a subscription owns the connection
+  bool authenticated = false; // --token-file: a request carried the token
   uint64_t next_request = 0;
   uint64_t next_answer = 0;
   std::map<uint64_t, std::string> ready; // answers waiting for earlier ones

@@ -9,6 +9,8 @@
 
 #include <caf/all.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <iostream>
 #include <unordered_map>
 
@@ -25,6 +27,11 @@ struct writer_state {
   // Callers that may only proceed once their rows are durable.
   std::vector<caf::response_promise> after_commit;
   bool commit_queued = false;
+  // For the `health` action.
+  int64_t commits = 0;
+  int64_t rows = 0;
+  double last_commit_ms = 0;
+  double max_commit_ms = 0;
   // Who hears about each commit (the broker, for long-polls and
   // subscriptions), and what the pending batch touched: run -> session.
   caf::actor listener;
@@ -47,7 +54,15 @@ void commit_now(writer_actor* self) {
   auto& st = self->state;
   st.commit_queued = false;
   try {
-    st.log->commit();
+    auto started = std::chrono::steady_clock::now();
+    size_t rows = st.log->commit();
+    if (rows > 0) {
+      st.last_commit_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+      st.max_commit_ms = std::max(st.max_commit_ms, st.last_commit_ms);
+      st.commits += 1;
+      st.rows += static_cast<int64_t>(rows);
+    }
   } catch (const std::exception& e) {
     fail_batch(self, e);
     return;
@@ -168,6 +183,10 @@ caf::behavior log_writer_actor(writer_actor* self, std::shared_ptr<storage::log_
     },
     [=](flush_atom) { return apply_then_confirm(self, [](storage::log_writer&) {}); },
     [=](commit_atom) { commit_now(self); },
+    [=](stats_atom) {
+      auto& st = self->state;
+      return std::make_tuple(st.commits, st.rows, st.last_commit_ms, st.max_commit_ms);
+    },
     [=](watch_atom) { self->state.listener = caf::actor_cast<caf::actor>(self->current_sender()); },
     [=](prune_atom) { prune_step(self); },
   };

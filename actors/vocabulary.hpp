@@ -21,6 +21,7 @@ using flush_atom = caf::atom_constant<caf::atom("flush")>;
 using prune_atom = caf::atom_constant<caf::atom("prune")>;
 using commit_atom = caf::atom_constant<caf::atom("commit")>;
 using watch_atom = caf::atom_constant<caf::atom("watch")>;
+using stats_atom = caf::atom_constant<caf::atom("stats")>;
 using committed_atom = caf::atom_constant<caf::atom("committed")>;
 // log readers
 using output_atom = caf::atom_constant<caf::atom("output")>;
@@ -67,6 +68,8 @@ struct daemon_settings {
   std::chrono::seconds gc_interval{60};
   std::chrono::seconds drain_timeout{5};
   size_t readers = 2;
+  size_t max_connections = 4096;
+  std::string token; // empty: no token required (never logged)
   double retain_days = 30;
   int64_t retain_mb = 4096;
   std::chrono::milliseconds prune_interval{60'000};

@@ -2,6 +2,7 @@
 // the embedded Python, binds the socket, then hands over to the actors.
 #include "actors/daemon.hpp"
 #include "actors/vocabulary.hpp"
+#include "app/access.hpp"
 #include "app/commands.hpp"
 #include "bridge/python/embedded_agent.hpp"
 #include "protocol/endpoint.hpp"
@@ -55,7 +56,9 @@ std::vector<std::string> normalized_args(int argc, char** argv, const CLI::App& 
 }
 
 struct serve_flags {
-  std::string endpoint = "ipc:///tmp/hermes-agent-bridge.sock";
+  std::string endpoint = hb::protocol::default_endpoint();
+  std::string token_file;
+  size_t max_connections = 4096;
   std::string agent_root = "~/.hermes/hermes-agent";
   std::string hermes_home = "~/.hermes";
   std::string db;
@@ -118,16 +121,27 @@ int run_serve(const serve_flags& flags, int ready_fd) {
   hb::bridge::python_runtime::release_main_thread();
 
   int listen_fd = -1;
+  bool activated = false;
   try {
-    listen_fd = hb::protocol::listen_on(endpoint);
+    listen_fd = hb::app::inherited_listener();
+    activated = listen_fd >= 0;
+    if (!flags.token_file.empty())
+      settings.token = hb::app::read_token_file(flags.token_file);
+    if (endpoint.type == hb::protocol::endpoint::kind::tcp && !hb::protocol::is_loopback_host(endpoint.host) &&
+        settings.token.empty())
+      throw std::runtime_error("tcp://" + endpoint.host + " is reachable from other machines; "
+                               "give --token-file so that only clients with the token are served");
+    if (!activated)
+      listen_fd = hb::protocol::listen_on(endpoint);
   } catch (const std::exception& e) {
     std::cerr << "hermes-bridge: " << e.what() << std::endl;
     return 1;
   }
   settings.endpoint = flags.endpoint;
   settings.db_path = db_path;
-  if (endpoint.type == hb::protocol::endpoint::kind::ipc)
-    settings.socket_path = endpoint.path;
+  settings.max_connections = flags.max_connections;
+  if (endpoint.type == hb::protocol::endpoint::kind::ipc && !activated)
+    settings.socket_path = endpoint.path; // unlinked on stop (systemd owns an inherited one)
   settings.max_line_bytes = flags.max_line_bytes;
   settings.read_timeout = std::chrono::milliseconds(flags.read_timeout_ms);
   settings.idle_timeout = std::chrono::seconds(flags.idle_timeout_s);
@@ -169,8 +183,19 @@ int main(int argc, char** argv) {
   std::function<int()> chosen;
   auto* serve = app.add_subcommand("serve", "Serve the bridge protocol (the default command).");
   serve->callback([&] { chosen = [&] { return serve_from_main(flags); }; });
-  serve->add_option("--endpoint", flags.endpoint, "ipc://PATH (unix socket) or tcp://HOST:PORT")
+  serve->add_option("--endpoint", flags.endpoint,
+                    "ipc://PATH (unix socket, created 0600) or tcp://HOST:PORT; the default is per user. "
+                    "Under systemd socket activation the inherited socket is served")
     ->envname("HERMES_AGENT_BRIDGE_ENDPOINT")
+    ->capture_default_str();
+  serve->add_option("--token-file", flags.token_file,
+                    "clients must send this file's token as \"token\" in their requests "
+                    "(required for tcp:// on a non-loopback address; the file must be 0600)")
+    ->envname("HERMES_BRIDGE_TOKEN_FILE");
+  serve->add_option("--max-connections", flags.max_connections,
+                    "connections beyond this many are refused with an error")
+    ->envname("HERMES_BRIDGE_MAX_CONNECTIONS")
+    ->check(CLI::PositiveNumber)
     ->capture_default_str();
   serve->add_option("--agent-root", flags.agent_root,
                     "hermes-agent source tree (the directory holding run_agent.py); other usual "

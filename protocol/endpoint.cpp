@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
@@ -66,36 +67,77 @@ endpoint parse_endpoint(const std::string& text) {
   return ep;
 }
 
-int listen_on(const endpoint& ep, int backlog) {
-  if (ep.type == endpoint::kind::ipc) {
-    sockaddr_un addr{};
-    if (ep.path.size() >= sizeof(addr.sun_path))
-      throw std::runtime_error("AF_UNIX path too long (" + std::to_string(ep.path.size()) +
-                               " bytes, at most " + std::to_string(sizeof(addr.sun_path) - 1) +
-                               "): " + ep.path);
-    auto parent = std::filesystem::path(ep.path).parent_path();
-    if (!parent.empty()) {
-      std::error_code ec;
-      std::filesystem::create_directories(parent, ec);
-    }
-    ::unlink(ep.path.c_str()); // the seed replaces whatever was there
-    int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0)
-      throw os_error("socket");
-    addr.sun_family = AF_UNIX;
-    std::memcpy(addr.sun_path, ep.path.c_str(), ep.path.size() + 1);
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-      auto err = os_error("bind " + ep.path);
-      ::close(fd);
-      throw err;
-    }
-    if (::listen(fd, backlog) != 0) {
-      auto err = os_error("listen " + ep.path);
-      ::close(fd);
-      throw err;
-    }
-    return fd;
+namespace {
+
+// True when something accepts connections on the socket file: a live
+// daemon, whose socket must not be pulled from under it.
+bool someone_listens(const sockaddr_un& addr) {
+  int probe = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (probe < 0)
+    return false;
+  bool live = ::connect(probe, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0;
+  ::close(probe);
+  return live;
+}
+
+int listen_on_unix(const endpoint& ep, int backlog) {
+  sockaddr_un addr{};
+  if (ep.path.size() >= sizeof(addr.sun_path))
+    throw std::runtime_error("AF_UNIX path too long (" + std::to_string(ep.path.size()) +
+                             " bytes, at most " + std::to_string(sizeof(addr.sun_path) - 1) +
+                             "): " + ep.path);
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, ep.path.c_str(), ep.path.size() + 1);
+  auto parent = std::filesystem::path(ep.path).parent_path();
+  if (!parent.empty() && !std::filesystem::exists(parent)) {
+    // A directory we create is ours alone.
+    std::error_code ec;
+    std::filesystem::create_directories(parent, ec);
+    ::chmod(parent.c_str(), 0700);
   }
+  struct stat existing {};
+  if (::lstat(ep.path.c_str(), &existing) == 0) {
+    if (!S_ISSOCK(existing.st_mode))
+      throw std::runtime_error(ep.path + " exists and is not a socket; refusing to replace it");
+    if (someone_listens(addr))
+      throw std::runtime_error("another bridge is already serving " + ep.path +
+                               "; stop it first (its `shutdown` action or SIGTERM) or choose another --endpoint");
+    ::unlink(ep.path.c_str()); // a stale socket from a daemon that died
+  }
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0)
+    throw os_error("socket");
+  mode_t old_mask = ::umask(0177); // the socket is born 0600: only its owner may connect
+  int bound = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  ::umask(old_mask);
+  if (bound != 0) {
+    auto err = os_error("bind " + ep.path);
+    ::close(fd);
+    throw err;
+  }
+  if (::listen(fd, backlog) != 0) {
+    auto err = os_error("listen " + ep.path);
+    ::close(fd);
+    throw err;
+  }
+  return fd;
+}
+
+} // namespace
+
+bool is_loopback_host(const std::string& host) {
+  return host == "127.0.0.1" || host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+std::string default_endpoint() {
+  if (const char* runtime = std::getenv("XDG_RUNTIME_DIR"); runtime && *runtime)
+    return std::string("ipc://") + runtime + "/hermes-bridge/bridge.sock";
+  return "ipc:///tmp/hermes-bridge-" + std::to_string(::getuid()) + "/bridge.sock";
+}
+
+int listen_on(const endpoint& ep, int backlog) {
+  if (ep.type == endpoint::kind::ipc)
+    return listen_on_unix(ep, backlog);
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;

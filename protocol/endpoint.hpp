@@ -16,9 +16,16 @@ struct endpoint {
 // Throws std::runtime_error with the seed's message for a bad endpoint.
 endpoint parse_endpoint(const std::string& text);
 
-// A listening socket (non-blocking, close-on-exec). For ipc:// the parent
-// directory is created and a stale socket file replaced. Throws
-// std::runtime_error on failure.
+// A listening socket (non-blocking, close-on-exec). For ipc:// the socket is
+// created 0600, a parent directory we create is 0700, a stale socket file is
+// replaced, and a socket some live daemon still answers on is never touched.
+// Throws std::runtime_error on failure.
 int listen_on(const endpoint& ep, int backlog = 4096);
+
+// Per user, so two users on one host never share (or unlink) a socket:
+// $XDG_RUNTIME_DIR/hermes-bridge/bridge.sock, else /tmp/hermes-bridge-<uid>/bridge.sock.
+std::string default_endpoint();
+
+bool is_loopback_host(const std::string& host);
 
 } // namespace hb::protocol
