@@ -55,6 +55,14 @@ void forget_session(broker_actor* self, const std::string& id, const caf::actor&
 }
 
 void chat(broker_actor* self, const reply_to& to, const json& req) {
+  // Types the agent would only choke on later, inside a run: refused now.
+  const json& history = protocol::field(req, "conversation_history");
+  if (!history.is_null() && !history.is_array())
+    throw protocol::value_error("conversation_history must be a list of messages");
+  const json& message = protocol::has_field(req, "message") ? protocol::field(req, "message")
+                                                            : protocol::field(req, "input");
+  if (!message.is_null() && !message.is_string() && !message.is_array())
+    throw protocol::value_error("message must be a string or a list of content blocks");
   std::string id = protocol::py_strip(protocol::field_str(req, "session_id"));
   if (id.empty())
     id = new_id();
@@ -301,7 +309,7 @@ void handle_line(broker_actor* self, handle h, const std::string& line) {
       conn.keepalive = true;
     if (protocol::has_field(req, "id"))
       to.id = protocol::dumps(protocol::field(req, "id"));
-  } catch (const protocol::wire_error&) {
+  } catch (const std::exception&) {
     // answered below, in order, like any other request
   }
   if (!self->state.settings->token.empty() && !conn.authenticated) {

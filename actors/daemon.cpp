@@ -73,7 +73,7 @@ int serve(const daemon_settings& settings, int listen_fd, std::shared_ptr<storag
     caf::scoped_actor self{sys};
     self->request(broker, settings.drain_timeout + std::chrono::seconds(2), stop_atom::value)
       .receive([](bool) {}, [](caf::error&) {});
-    self->request(writer, std::chrono::seconds(10), flush_atom::value)
+    self->request(writer, std::chrono::seconds(10), flush_atom::value, true)
       .receive([](bool) {}, [](caf::error& err) {
         std::cerr << "hermes-bridge: final log flush failed: " << caf::to_string(err) << std::endl;
       });

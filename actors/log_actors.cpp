@@ -182,6 +182,18 @@ caf::behavior log_writer_actor(writer_actor* self, std::shared_ptr<storage::log_
       });
     },
     [=](flush_atom) { return apply_then_confirm(self, [](storage::log_writer&) {}); },
+    [=](flush_atom, bool fold_wal) -> caf::result<bool> {
+      // On stop: commit, then fold the WAL into the database file, so a copy
+      // of events.db alone holds everything.
+      commit_now(self);
+      try {
+        if (fold_wal)
+          self->state.log->database().exec("PRAGMA wal_checkpoint(TRUNCATE)");
+      } catch (const std::exception& e) {
+        std::cerr << "hermes-bridge: final checkpoint failed: " << e.what() << std::endl;
+      }
+      return true;
+    },
     [=](commit_atom) { commit_now(self); },
     [=](stats_atom) {
       auto& st = self->state;

@@ -131,6 +131,12 @@ bool parse_python_int(std::string_view text, int64_t& out) {
   return true;
 }
 
+// nlohmann prefixes "[json.exception.parse_error.101] "; the rest is the useful part.
+std::string without_prefix(const std::string& what) {
+  auto cut = what.find("] ");
+  return cut == std::string::npos ? what : what.substr(cut + 2);
+}
+
 } // namespace
 
 wire_error key_error(std::string_view msg) {
@@ -204,12 +210,10 @@ json decode_request(std::string_view line) {
   try {
     parsed = json::parse(text);
   } catch (const json::parse_error& e) {
-    std::string detail = e.what();
-    // nlohmann prefixes "[json.exception.parse_error.101] "; the rest is the useful part.
-    if (auto cut = detail.find("] "); cut != std::string::npos)
-      detail = detail.substr(cut + 2);
-    throw wire_error("JSONDecodeError",
-                     "request is not valid JSON (byte " + std::to_string(e.byte) + "): " + detail);
+    throw wire_error("JSONDecodeError", "request is not valid JSON (byte " + std::to_string(e.byte) +
+                                          "): " + without_prefix(e.what()));
+  } catch (const json::exception& e) { // e.g. a number too large for a double
+    throw wire_error("JSONDecodeError", "request is not valid JSON: " + without_prefix(e.what()));
   }
   if (!parsed.is_object())
     throw value_error(std::string("request must be a JSON object, got ") + type_name(parsed));

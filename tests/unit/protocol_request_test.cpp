@@ -31,6 +31,10 @@ TEST_CASE("bad request lines get the seed's error types", "[request]") {
   CHECK(bad_json.type == "JSONDecodeError");
   CHECK(std::string(bad_json.what()).find("not valid JSON") != std::string::npos);
 
+  auto overflow = decode_error(R"({"cursor": 1e400})"); // nlohmann throws out_of_range here
+  CHECK(overflow.type == "JSONDecodeError");
+  CHECK(std::string(overflow.what()).find("number overflow") != std::string::npos);
+
   auto list = decode_error("[1, 2]");
   CHECK(list.type == "ValueError");
   CHECK(std::string(list.what()) == "request must be a JSON object, got list");

@@ -1,0 +1,41 @@
+// Rows of the event log as the log tools carry them (storage/FORMAT.md
+// describes every column). Text columns holding JSON (config, history,
+// result, event bodies) stay the exact stored text.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace hb::storage {
+
+struct run_row {
+  int64_t run_no = 0; // internal key; not carried by exports
+  std::string run_id;
+  std::string session_id;
+  std::string status;
+  double started_at = 0;
+  std::optional<double> ended_at;
+  std::optional<std::string> result; // JSON text
+  std::optional<std::string> error;
+  std::optional<double> pruned_at;
+};
+
+struct session_record {
+  std::string session_id;
+  double created_at = 0;
+  double last_used_at = 0;
+  std::string config = "{}";  // JSON object text
+  std::string history = "[]"; // JSON array text
+  int64_t message_count = 0;
+  bool destroyed = false;
+};
+
+// One delta (text) or event (body) row.
+struct seq_row {
+  int64_t seq = 0;
+  double at = 0;
+  std::string text;
+};
+
+} // namespace hb::storage
