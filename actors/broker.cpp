@@ -30,7 +30,7 @@ void forward(broker_actor* self, const reply_to& to, const caf::actor& dest, Ts&
 
 session_links links_for_sessions(broker_actor* self) {
   return session_links{caf::actor_cast<caf::actor>(self), self->state.links.writer,
-                       self->state.links.readers.front()};
+                       self->state.links.readers.front(), self->state.settings->db_path};
 }
 
 caf::actor session_for(broker_actor* self, const std::string& id) {

@@ -3,10 +3,13 @@
 #include "actors/vocabulary.hpp"
 #include "bridge/python/embedded_agent.hpp"
 #include "protocol/json_text.hpp"
+#include "storage/log_reader.hpp"
 
 #include <caf/all.hpp>
 
+#include <atomic>
 #include <chrono>
+#include <thread>
 
 namespace hb::actors {
 
@@ -104,6 +107,20 @@ outcome read_outcome(const std::string& text) {
   return out;
 }
 
+// The end of every run: the session learns the turn is over, open questions
+// are settled and logged, then the terminal status is committed last.
+void finish(caf::blocking_actor* self, const run_spec& spec, const outcome& out) {
+  self->send(spec.session, closing_atom::value, spec.run_id, out.has_history, out.history,
+             out.message_count);
+  self->request(spec.broker, caf::infinite, run_end_atom::value, spec.run_id)
+    .receive([](bool) {}, [](caf::error&) {});
+  self
+    ->request(spec.writer, caf::infinite, close_run_atom::value, spec.run_id, out.status,
+              out.result, out.has_error, out.error, now_seconds())
+    .receive([](bool) {}, [](caf::error&) {});
+  self->send(spec.session, run_done_atom::value, spec.run_id);
+}
+
 void run_actor(caf::blocking_actor* self, std::shared_ptr<run_spec> holder) {
   // Moved out so the agent reference dies on this thread, not wherever the
   // actor object happens to be destroyed (its destructor takes the GIL).
@@ -118,25 +135,79 @@ void run_actor(caf::blocking_actor* self, std::shared_ptr<run_spec> holder) {
     }
   }
   self->send(spec.session, armed_atom::value, spec.run_id);
-  outcome out = read_outcome(spec.agent->run_turn(sink, spec.request));
-  self->send(spec.session, closing_atom::value, spec.run_id, out.has_history, out.history,
-             out.message_count);
-  // Questions still open for this run are answered (deny / failed) and logged
-  // before the terminal status, which must be the run's last word.
-  self->request(spec.broker, caf::infinite, run_end_atom::value, spec.run_id)
-    .receive([](bool) {}, [](caf::error&) {});
-  self
-    ->request(spec.writer, caf::infinite, close_run_atom::value, spec.run_id, out.status,
-              out.result, out.has_error, out.error, now_seconds())
-    .receive([](bool) {}, [](caf::error&) {});
-  self->send(spec.session, run_done_atom::value, spec.run_id);
+  finish(self, spec, read_outcome(spec.agent->run_turn(sink, spec.request)));
   spec.agent.reset();
+}
+
+// Sleeps until `due`, in short steps so an interrupt is noticed.
+bool wait_until(std::chrono::steady_clock::time_point due, const std::atomic<bool>& stop) {
+  while (!stop) {
+    auto now = std::chrono::steady_clock::now();
+    if (now >= due)
+      return true;
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(due - now, std::chrono::milliseconds(20)));
+  }
+  return false;
+}
+
+// A recorded run streamed back through the daemon: same deltas and events
+// with the recorded timing (scaled), approvals asked of the client again.
+void replay_actor(caf::blocking_actor* self, std::shared_ptr<run_spec> holder) {
+  run_spec spec = std::move(*holder);
+  auto sink = std::make_shared<actor_sink>(self->system(), spec);
+  self->send(spec.session, armed_atom::value, spec.run_id);
+  outcome out;
+  try {
+    storage::log_reader log(spec.replay.db_path);
+    auto recorded = log.read_run(spec.replay.run_id, 0, 0);
+    if (!recorded || recorded->pruned_at)
+      throw std::runtime_error("nothing to replay: run " + spec.replay.run_id +
+                               (recorded ? " was pruned" : " is not in the event log"));
+    auto events = log.read_events_timed(spec.replay.run_id).value_or(std::vector<storage::log_reader::timed_event>{});
+    auto start = std::chrono::steady_clock::now();
+    bool stopped = false;
+    for (const auto& ev : events) {
+      auto offset = std::chrono::duration<double>((ev.at - recorded->started_at) / spec.replay.speed);
+      if (!wait_until(start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(offset),
+                      *spec.replay.stop)) {
+        stopped = true;
+        break;
+      }
+      auto body = protocol::json::parse(ev.body, nullptr, false);
+      std::string name = body.is_object() ? body.value("event", "") : "";
+      if (name == "stream.delta") {
+        sink->delta(body.value("delta", ""));
+      } else if (name == "approval.requested") {
+        protocol::json ask = body;
+        ask.erase("event");
+        ask.erase("approval_id");
+        double timeout_s = ask.value("timeout_ms", 60'000) / 1000.0;
+        sink->ask_approval(protocol::dumps(ask), timeout_s); // the broker logs its own resolution
+      } else if (name != "approval.resolved") {
+        sink->event(ev.body);
+      }
+    }
+    out.status = stopped ? "interrupted" : recorded->status;
+    out.result = recorded->result.value_or("");
+    out.has_error = recorded->error.has_value();
+    out.error = recorded->error.value_or("");
+  } catch (const std::exception& e) {
+    out.status = "error";
+    out.has_error = true;
+    out.error = e.what();
+  }
+  finish(self, spec, out);
 }
 
 } // namespace
 
 void spawn_run(caf::actor_system& sys, run_spec spec) {
-  sys.spawn<caf::detached>(run_actor, std::make_shared<run_spec>(std::move(spec)));
+  bool replay = !spec.replay.run_id.empty();
+  auto holder = std::make_shared<run_spec>(std::move(spec));
+  if (replay)
+    sys.spawn<caf::detached>(replay_actor, holder);
+  else
+    sys.spawn<caf::detached>(run_actor, holder);
 }
 
 } // namespace hb::actors

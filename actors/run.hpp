@@ -6,6 +6,7 @@
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -14,6 +15,14 @@ class agent_session;
 }
 
 namespace hb::actors {
+
+// A chat with "replay": a recorded run streamed back instead of an agent turn.
+struct replay_spec {
+  std::string run_id; // empty: an ordinary agent turn
+  double speed = 1.0;
+  std::string db_path;
+  std::shared_ptr<std::atomic<bool>> stop; // set by interrupt
+};
 
 struct run_spec {
   std::string run_id;
@@ -24,6 +33,7 @@ struct run_spec {
   caf::actor session;
   caf::actor broker;
   caf::actor writer;
+  replay_spec replay;
 };
 
 // Tells the session `armed` once an interrupt would stop the turn, `closing`

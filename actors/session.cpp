@@ -10,6 +10,7 @@
 #include <caf/all.hpp>
 #include <iostream>
 
+#include <atomic>
 #include <map>
 #include <tuple>
 
@@ -30,6 +31,8 @@ struct chat_plan {
   std::string request;
   bool wait = false;
   double timeout = 0;
+  std::string replay;       // a recorded run to stream back instead of a turn
+  double replay_speed = 1.0;
 };
 
 struct session_state {
@@ -51,6 +54,7 @@ struct session_state {
   // Steers accepted while idle: clear_interrupt() before the next turn would
   // drop them, so they are handed to that turn again once it is armed.
   std::string idle_steer;
+  std::shared_ptr<std::atomic<bool>> replay_stop; // the live run is a replay
   std::map<std::string, caf::response_promise> starting; // chat replies due when armed
   std::map<std::string, caf::response_promise> waiting;  // chat {wait:true} replies due at the end
   std::map<uint64_t, caf::response_promise> syncing;     // interrupt replies due when idle
@@ -145,10 +149,15 @@ void start_run(session_actor* self, chat_plan plan, caf::response_promise rp) {
         } else {
           st.starting.emplace(run_id, rp);
         }
-        spawn_run(self->system(), run_spec{run_id, st.id, plan.request, std::move(st.idle_steer),
-                                           st.agent, caf::actor_cast<caf::actor>(self),
-                                           st.links.broker, st.links.writer});
+        run_spec spec{run_id, st.id, plan.request, std::move(st.idle_steer), st.agent,
+                      caf::actor_cast<caf::actor>(self), st.links.broker, st.links.writer, {}};
         st.idle_steer.clear();
+        st.replay_stop.reset();
+        if (!plan.replay.empty()) {
+          st.replay_stop = std::make_shared<std::atomic<bool>>(false);
+          spec.replay = replay_spec{plan.replay, plan.replay_speed, st.links.db_path, st.replay_stop};
+        }
+        spawn_run(self->system(), std::move(spec));
       },
       [=](caf::error& err) mutable {
         self->state.busy = false;
@@ -284,9 +293,37 @@ void on_chat(session_actor* self, const std::string& request, caf::response_prom
     plan.wait = protocol::field_truthy(req, "wait");
     if (plan.wait)
       plan.timeout = protocol::field_float(req, "timeout");
+    plan.replay = protocol::py_strip(protocol::field_str(req, "replay"));
+    if (!plan.replay.empty() && protocol::has_field(req, "speed")) {
+      plan.replay_speed = protocol::field_float(req, "speed");
+      if (!(plan.replay_speed > 0))
+        throw protocol::value_error("speed must be a positive number");
+    }
   } catch (const protocol::wire_error& e) {
     rp.deliver(error_line(e), st.created);
     return;
+  }
+  if (!plan.replay.empty()) {
+    // A replay needs no agent: the session exists for it as it is.
+    if (!st.created) {
+      st.created = true;
+      st.created_at = st.last_used_at = now_seconds();
+      adopt_config(st, object_writer{}
+                         .str("requested_session_id", st.id)
+                         .str("profile", "default")
+                         .str("model", "replay")
+                         .null("provider")
+                         .null("base_url")
+                         .null("api_mode")
+                         .str("platform", "replay")
+                         .boolean("resumed", false)
+                         .integer("resumed_message_count", 0)
+                         .null("db_error")
+                         .finish());
+      persist(self);
+    }
+    st.busy = true;
+    return start_run(self, std::move(plan), rp);
   }
   bool changed = (!profile.empty() && profile != st.profile) || (!model.empty() && model != st.model) ||
                  (!provider.empty() && provider != st.provider);
@@ -297,7 +334,7 @@ void on_chat(session_actor* self, const std::string& request, caf::response_prom
     provider = st.provider;
   }
   st.busy = true;
-  if (!st.created || st.dormant || changed)
+  if (!st.agent || changed)
     build_then_start(self, profile, model, provider, std::move(plan), rp);
   else
     start_run(self, std::move(plan), rp);
@@ -354,8 +391,17 @@ void with_agent(session_actor* self, caf::response_promise rp, Op op, OnDone on_
 }
 
 void on_interrupt(session_actor* self, const std::string& message, caf::response_promise rp) {
-  if (self->state.dormant) // nothing runs, nothing to stop
-    return rp.deliver(interrupted_line(self->state.id, true));
+  auto& st = self->state;
+  if (st.busy && st.replay_stop) { // a replay stops at its next event
+    *st.replay_stop = true;
+    self->send(st.links.broker, cancel_atom::value, st.id, std::string("interrupted"));
+    uint64_t ticket = ++st.next_sync;
+    st.syncing.emplace(ticket, rp);
+    self->delayed_send(self, interrupt_sync_limit, sync_due_atom::value, ticket);
+    return;
+  }
+  if (st.dormant || (st.created && !st.agent)) // nothing runs, nothing to stop
+    return rp.deliver(interrupted_line(st.id, true));
   with_agent(
     self, rp,
     [message](bridge::agent_session& agent) {
@@ -391,6 +437,11 @@ void on_steer(session_actor* self, const std::string& text, caf::response_promis
 // Stops the live turn, if any, on the agent's own terms and the broker's.
 void stop_turn(session_actor* self, const std::string& why) {
   auto& st = self->state;
+  if (st.busy && st.replay_stop) {
+    *st.replay_stop = true;
+    self->send(st.links.broker, cancel_atom::value, st.id, why);
+    return;
+  }
   if (!st.busy || !st.agent)
     return;
   auto agent = st.agent;

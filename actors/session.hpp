@@ -18,6 +18,7 @@ struct session_links {
   caf::actor broker;
   caf::actor writer;
   caf::actor reader;
+  std::string db_path; // replays read recorded runs from it
 };
 
 caf::actor spawn_session(caf::actor_system& sys, const std::string& session_id,

@@ -11,6 +11,7 @@ void add_commands(CLI::App& app, std::function<int()>& chosen) {
   add_replay_command(app, chosen);
   add_export_command(app, chosen);
   add_import_command(app, chosen);
+  add_client_commands(app, chosen);
 }
 
 } // namespace hb::app

@@ -13,5 +13,6 @@ void add_sessions_command(CLI::App& app, std::function<int()>& chosen);
 void add_replay_command(CLI::App& app, std::function<int()>& chosen);
 void add_export_command(CLI::App& app, std::function<int()>& chosen);
 void add_import_command(CLI::App& app, std::function<int()>& chosen);
+void add_client_commands(CLI::App& app, std::function<int()>& chosen); // chat, call
 
 } // namespace hb::app

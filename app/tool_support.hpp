@@ -20,6 +20,8 @@ enum exit_code : int {
   exit_unknown = 3, // unknown run or session, or a run whose output was pruned
   exit_refused = 4, // import refused (a run already in the log)
   exit_damaged = 5, // damaged input file (an export file, or a file that is not an event log)
+  exit_unreachable = 6, // no daemon answers at the endpoint (chat, call)
+  exit_interrupted = 130, // the terminal client was stopped with Ctrl-C
 };
 
 extern const char* const exit_codes_footer;

@@ -21,6 +21,17 @@ log_reader::log_reader(const std::string& path)
   history_ = std::make_unique<SQLite::Statement>(db_, "SELECT history FROM sessions WHERE session_id=?");
 }
 
+std::optional<std::vector<log_reader::timed_event>>
+log_reader::read_events_timed(const std::string& run_id) {
+  SQLite::Statement q(db_, "SELECT e.at, e.body FROM events e JOIN runs r ON r.run_no = e.run_no"
+                           " WHERE r.run_id=? ORDER BY e.seq");
+  q.bind(1, run_id);
+  std::vector<timed_event> events;
+  while (q.executeStep())
+    events.push_back({q.getColumn(0).getDouble(), q.getColumn(1).getString()});
+  return events;
+}
+
 std::string log_reader::read_history(const std::string& session_id) {
   history_->reset();
   history_->bind(1, session_id);

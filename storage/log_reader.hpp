@@ -40,6 +40,13 @@ public:
   // run's count); pass 0 for everything.
   std::optional<run_snapshot> read_run(const std::string& run_id, int64_t delta_from,
                                        int64_t event_from);
+  // Every event of a run with the time it was logged, in order (for
+  // replaying a recorded run); nullopt for an unknown run.
+  struct timed_event {
+    double at;
+    std::string body;
+  };
+  std::optional<std::vector<timed_event>> read_events_timed(const std::string& run_id);
   // A session's stored history (JSON array), "[]" when there is none.
   std::string read_history(const std::string& session_id);
 

@@ -1,0 +1,183 @@
+// The terminal client: `hermes-bridge chat` runs a turn on a running daemon
+// and streams it live (text, tool calls, approvals asked on the terminal;
+// Ctrl-C interrupts the run, a second Ctrl-C quits); `hermes-bridge call`
+// sends one raw request and prints the answer.
+#include "app/daemon_client.hpp"
+#include "app/replay_render.hpp"
+#include "app/tool_commands.hpp"
+#include "app/tool_support.hpp"
+#include "protocol/json_text.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+
+namespace hb::app {
+
+using protocol::json;
+
+namespace {
+
+std::atomic<int> interrupts{0};
+
+double wall_now() {
+  using namespace std::chrono;
+  return duration<double>(system_clock::now().time_since_epoch()).count();
+}
+
+extern "C" void on_sigint(int) { interrupts.fetch_add(1); }
+
+struct client_flags {
+  std::string endpoint, session, profile, approve, message, request;
+};
+
+std::string read_stdin() {
+  return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+}
+
+json request(const std::string& endpoint, const json& req) {
+  json answer = json::parse(call_daemon(endpoint, protocol::dumps(req)), nullptr, false);
+  if (!answer.is_object())
+    throw tool_error(exit_failure, "the daemon's answer is not JSON");
+  if (!answer.value("ok", false))
+    throw tool_error(exit_failure, answer.value("error_type", std::string("error")) + ": " +
+                                     answer.value("error", std::string()));
+  return answer;
+}
+
+// once / session / always / deny, from --approve or asked on the terminal.
+std::string approval_choice(const client_flags& f, const json& ev) {
+  if (!f.approve.empty())
+    return f.approve;
+  std::ifstream tty("/dev/tty");
+  if (!tty) {
+    std::fprintf(stderr, "\n[no terminal to ask: denied; use --approve once|deny]\n");
+    return "deny";
+  }
+  std::fprintf(stderr, "\nApprove `%s`? [o]nce, [s]ession, [a]lways, [d]eny: ",
+               ev.value("command", std::string()).c_str());
+  std::string answer;
+  std::getline(tty, answer);
+  switch (answer.empty() ? 'd' : answer[0]) {
+    case 'o': return "once";
+    case 's': return "session";
+    case 'a': return "always";
+    default: return "deny";
+  }
+}
+
+int chat(const client_flags& f) {
+  std::string message = f.message;
+  if (message.empty() || message == "-")
+    message = read_stdin();
+  if (message.empty())
+    throw tool_error(exit_usage, "what should the agent do? give a message (or pipe it in)");
+  if (!f.approve.empty() && f.approve != "once" && f.approve != "deny")
+    throw tool_error(exit_usage, "--approve is once or deny, not '" + f.approve + "'");
+  std::string endpoint = endpoint_from(f.endpoint);
+  json req{{"action", "chat"}, {"message", message}};
+  if (!f.session.empty())
+    req["session_id"] = f.session;
+  if (!f.profile.empty())
+    req["profile"] = f.profile;
+  json started = request(endpoint, req);
+  std::string run_id = started.value("run_id", ""), session_id = started.value("session_id", "");
+  std::fprintf(stderr, "[session %s, run %s]\n", session_id.c_str(), run_id.c_str());
+
+  struct sigaction sa {};
+  sa.sa_handler = on_sigint; // no SA_RESTART: a read wakes up to look
+  ::sigaction(SIGINT, &sa, nullptr);
+  daemon_connection stream(endpoint);
+  stream.send_line(protocol::dumps(json{{"action", "subscribe"}, {"run_id", run_id}}));
+  replay_renderer render(render_options{::isatty(STDOUT_FILENO) == 1, false});
+  int handled = 0;
+  std::string status = "running";
+  for (;;) {
+    int seen = interrupts.load();
+    if (seen >= 2)
+      return exit_interrupted;
+    if (seen > handled) {
+      handled = seen;
+      std::fprintf(stderr, "\n[interrupting; Ctrl-C again to quit]\n");
+      request(endpoint, json{{"action", "interrupt"}, {"session_id", session_id}, {"message", "Interrupted from the terminal"}});
+    }
+    auto line = stream.read_line(100);
+    if (!line) {
+      if (stream.timed_out())
+        continue;
+      break;
+    }
+    json chunk = json::parse(*line, nullptr, false);
+    if (!chunk.is_object() || !chunk.value("ok", false))
+      throw tool_error(exit_failure, "stream ended: " + *line);
+    for (const auto& ev : chunk.value("events", json::array())) {
+      std::string out = render.event(protocol::dumps(ev), wall_now());
+      std::fwrite(out.data(), 1, out.size(), stdout);
+      std::fflush(stdout);
+      if (ev.value("event", "") == "approval.requested") {
+        std::string choice = approval_choice(f, ev);
+        request(endpoint, json{{"action", "approval_respond"},
+                               {"approval_id", ev.value("approval_id", "")}, {"choice", choice}});
+      }
+    }
+    status = chunk.value("status", status);
+    if (chunk.value("done", false))
+      break;
+  }
+  std::fprintf(stdout, "\n");
+  std::fprintf(stderr, "[%s]\n", status.c_str());
+  return status == "complete" ? exit_ok : status == "interrupted" ? exit_interrupted : exit_failure;
+}
+
+int call(const client_flags& f) {
+  std::string line = f.request.empty() || f.request == "-" ? read_stdin() : f.request;
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r'))
+    line.pop_back();
+  if (line.empty())
+    throw tool_error(exit_usage, "give the request, e.g. '{\"action\": \"ping\"}'");
+  std::string answer = call_daemon(endpoint_from(f.endpoint), line);
+  std::printf("%s\n", answer.c_str());
+  json parsed = json::parse(answer, nullptr, false);
+  return parsed.is_object() && parsed.value("ok", false) ? exit_ok : exit_failure;
+}
+
+} // namespace
+
+void add_client_commands(CLI::App& app, std::function<int()>& chosen) {
+  auto flags = std::make_shared<client_flags>();
+  auto* chat_cmd = app.add_subcommand("chat", "Run a turn on a running daemon and stream it live.");
+  add_value(chat_cmd, "--endpoint", flags->endpoint, "the daemon (default: as `serve` finds it)");
+  add_value(chat_cmd, "--session", flags->session, "session id (default: a new session)");
+  add_value(chat_cmd, "--profile", flags->profile, "hermes profile");
+  add_value(chat_cmd, "--approve", flags->approve, "answer every approval: once or deny (default: ask)");
+  chat_cmd->add_option("message", flags->message, "the message; omitted or - reads stdin");
+  chat_cmd->footer(std::string("Ctrl-C interrupts the run; a second Ctrl-C quits.\n") + exit_codes_footer);
+  chat_cmd->callback([&chosen, flags, chat_cmd] {
+    chosen = [flags, chat_cmd] {
+      return run_tool("chat", [&] {
+        check_usage(chat_cmd);
+        return chat(*flags);
+      });
+    };
+  });
+  auto* call_cmd = app.add_subcommand("call", "Send one raw request to a running daemon; print the answer.");
+  add_value(call_cmd, "--endpoint", flags->endpoint, "the daemon (default: as `serve` finds it)");
+  call_cmd->add_option("request", flags->request, "the request line (JSON); omitted or - reads stdin");
+  call_cmd->footer(std::string("Exit code 1 when the answer says ok: false.\n") + exit_codes_footer);
+  call_cmd->callback([&chosen, flags, call_cmd] {
+    chosen = [flags, call_cmd] {
+      return run_tool("call", [&] {
+        check_usage(call_cmd);
+        return call(*flags);
+      });
+    };
+  });
+}
+
+} // namespace hb::app

@@ -1,0 +1,117 @@
+"""The terminal client (`hermes-bridge chat`, `call`) against a running
+daemon, and recorded runs replayed through the daemon (`chat` with
+"replay")."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+import unittest
+
+from harness import Bridge, bridge_binary, events_named
+
+
+def client(bridge: Bridge, *args: str, stdin: str | None = None, timeout: float = 30):
+    return subprocess.run([str(bridge_binary()), *args, "--endpoint", bridge.endpoint], input=stdin,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+class Call(unittest.TestCase):
+    def test_one_raw_request(self):
+        with Bridge() as b:
+            out = client(b, "call", '{"action": "ping"}')
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertTrue(json.loads(out.stdout)["pong"])
+            out = client(b, "call", stdin='{"action": "nope"}\n')
+            self.assertEqual(out.returncode, 1)
+            self.assertEqual(json.loads(out.stdout)["error"], "unknown action: nope")
+
+    def test_no_daemon_is_exit_code_6(self):
+        out = subprocess.run([str(bridge_binary()), "call", '{"action": "ping"}', "--endpoint",
+                              "ipc:///tmp/hermes-bridge-nobody-here.sock"], capture_output=True, text=True)
+        self.assertEqual(out.returncode, 6)
+        self.assertIn("no daemon answers", out.stderr)
+
+
+class Chat(unittest.TestCase):
+    def test_streams_a_turn_and_answers_approvals(self):
+        with Bridge() as b:
+            out = client(b, "chat", "--session", "cli", "--approve", "once",
+                         "script:say hello ;tool terminal ls;approve-gw rm -rf /;say after")
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertIn("hello", out.stdout)
+            self.assertIn("terminal", out.stdout)
+            self.assertIn("choice=once", out.stdout)
+            self.assertIn("after", out.stdout)
+            self.assertIn("[complete]", out.stderr)
+            denied = client(b, "chat", "--session", "cli", "--approve", "deny", "script:approve-gw rm -rf /")
+            self.assertIn("choice=deny", denied.stdout)
+
+    def test_message_from_stdin(self):
+        with Bridge() as b:
+            out = client(b, "chat", stdin="from a pipe\n")
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertIn("echo: from a pipe", out.stdout)
+
+    def test_ctrl_c_interrupts_the_run(self):
+        with Bridge() as b:
+            proc = subprocess.Popen([str(bridge_binary()), "chat", "--session", "stopme", "--endpoint", b.endpoint,
+                                     "script:stream 500 20"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True)
+            time.sleep(1.0)
+            proc.send_signal(signal.SIGINT)
+            stdout, stderr = proc.communicate(timeout=20)
+            self.assertEqual(proc.returncode, 130, stderr)
+            self.assertIn("[interrupting", stderr)
+            self.assertIn("[interrupted]", stderr)
+            run_id = stderr.split("run ")[1].split("]")[0]
+            self.assertEqual(b.request({"action": "get_result", "run_id": run_id})["status"], "interrupted")
+
+
+class ReplayThroughTheDaemon(unittest.TestCase):
+    def test_a_recorded_run_streams_again_and_asks_again(self):
+        with Bridge() as b:
+            original = b.chat("o", "script:say hi ;tool terminal ls;approve-gw rm -rf /;stream 10 20;say done")
+            asked = b.wait_event(original["run_id"], "approval.requested")
+            b.request({"action": "approval_respond", "approval_id": asked["approval_id"], "choice": "once"})
+            recorded = b.wait_done(original["run_id"])
+            again = b.chat("viewer", "", replay=original["run_id"], speed=4)
+            self.assertNotEqual(again["run_id"], original["run_id"])
+            asked_again = b.wait_event(again["run_id"], "approval.requested")
+            self.assertNotEqual(asked_again["approval_id"], asked["approval_id"])
+            self.assertEqual(asked_again["command"], "rm -rf /")
+            b.request({"action": "approval_respond", "approval_id": asked_again["approval_id"], "choice": "deny"})
+            replayed = b.wait_done(again["run_id"])
+            self.assertEqual(replayed["status"], recorded["status"])
+            self.assertEqual(replayed["output"], recorded["output"])
+
+            def without_approvals(events):
+                return [e for e in events if not e["event"].startswith("approval.")]
+            full = {r: b.request({"action": "get_result", "run_id": r}) for r in (original["run_id"], again["run_id"])}
+            self.assertEqual(without_approvals(full[again["run_id"]]["events"]),
+                             without_approvals(full[original["run_id"]]["events"]))
+            self.assertEqual(full[again["run_id"]]["result"], full[original["run_id"]]["result"])
+            resolved = events_named(full[again["run_id"]]["events"], "approval.resolved")
+            self.assertEqual([e["choice"] for e in resolved], ["deny"])  # this client's answer, not the recording's
+
+    def test_recorded_timing_is_scaled_and_interrupt_stops_it(self):
+        with Bridge() as b:
+            slow = b.chat("s", "script:stream 30 20", wait=True)
+            started = time.monotonic()
+            fast = b.chat("v", "", replay=slow["run_id"], speed=10, wait=True)
+            elapsed = time.monotonic() - started
+            self.assertEqual(fast["output"], slow["output"])
+            self.assertLess(elapsed, slow["ended_at"] - slow["started_at"])
+            long = b.chat("v", "", replay=slow["run_id"], speed=0.1)
+            time.sleep(0.3)
+            self.assertTrue(b.request({"action": "interrupt", "session_id": "v"})["synced"])
+            self.assertEqual(b.wait_done(long["run_id"])["status"], "interrupted")
+            missing = b.chat("w", "", replay="no-such-run", wait=True)
+            self.assertEqual(missing["status"], "error")
+            self.assertIn("not in the event log", missing["error"])
+
+
+if __name__ == "__main__":
+    unittest.main()
