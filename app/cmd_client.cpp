@@ -158,26 +158,12 @@ void add_client_commands(CLI::App& app, std::function<int()>& chosen) {
   add_value(chat_cmd, "--approve", flags->approve, "answer every approval: once or deny (default: ask)");
   chat_cmd->add_option("message", flags->message, "the message; omitted or - reads stdin");
   chat_cmd->footer(std::string("Ctrl-C interrupts the run; a second Ctrl-C quits.\n") + exit_codes_footer);
-  chat_cmd->callback([&chosen, flags, chat_cmd] {
-    chosen = [flags, chat_cmd] {
-      return run_tool("chat", [&] {
-        check_usage(chat_cmd);
-        return chat(*flags);
-      });
-    };
-  });
+  on_chosen(chat_cmd, chosen, "chat", [flags] { return chat(*flags); });
   auto* call_cmd = app.add_subcommand("call", "Send one raw request to a running daemon; print the answer.");
   add_value(call_cmd, "--endpoint", flags->endpoint, "the daemon (default: as `serve` finds it)");
   call_cmd->add_option("request", flags->request, "the request line (JSON); omitted or - reads stdin");
   call_cmd->footer(std::string("Exit code 1 when the answer says ok: false.\n") + exit_codes_footer);
-  call_cmd->callback([&chosen, flags, call_cmd] {
-    chosen = [flags, call_cmd] {
-      return run_tool("call", [&] {
-        check_usage(call_cmd);
-        return call(*flags);
-      });
-    };
-  });
+  on_chosen(call_cmd, chosen, "call", [flags] { return call(*flags); });
 }
 
 } // namespace hb::app

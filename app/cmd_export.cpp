@@ -143,14 +143,7 @@ void add_export_command(CLI::App& app, std::function<int()>& chosen) {
                           "columns kept as exact strings), and an end line with counts. `hermes-bridge import`\n"
                           "loads it into another log with the same ids and bytes.\n") +
               exit_codes_footer);
-  sub->callback([sub, f, &chosen] {
-    chosen = [sub, f] {
-      return run_tool("export", [&] {
-        check_usage(sub);
-        return export_runs(*f);
-      });
-    };
-  });
+  on_chosen(sub, chosen, "export", [f] { return export_runs(*f); });
 }
 
 } // namespace hb::app

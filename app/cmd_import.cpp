@@ -177,14 +177,7 @@ void add_import_command(CLI::App& app, std::function<int()>& chosen) {
                           "has keeps its row. Best done while no daemon serves the log: the import holds the\n"
                           "log's write lock until it commits, and a serving daemon's appends wait for it.\n") +
               exit_codes_footer);
-  sub->callback([sub, f, &chosen] {
-    chosen = [sub, f] {
-      return run_tool("import", [&] {
-        check_usage(sub);
-        return import_file(*f);
-      });
-    };
-  });
+  on_chosen(sub, chosen, "import", [f] { return import_file(*f); });
 }
 
 } // namespace hb::app

@@ -107,14 +107,7 @@ void add_replay_command(CLI::App& app, std::function<int()>& chosen) {
                           "requests and the final status, each when it happened (the log's `at` times).\n"
                           "A run still going shows what the log holds so far.\n") +
               exit_codes_footer);
-  sub->callback([sub, f, &chosen] {
-    chosen = [sub, f] {
-      return run_tool("replay", [&] {
-        check_usage(sub);
-        return replay(*f);
-      });
-    };
-  });
+  on_chosen(sub, chosen, "replay", [f] { return replay(*f); });
 }
 
 } // namespace hb::app

@@ -133,14 +133,7 @@ void add_runs_command(CLI::App& app, std::function<int()>& chosen) {
                           "TOOLS counts tool.started events, APPROVALS approval.requested events; a running\n"
                           "run's DURATION is the time so far (marked +).\n") +
               exit_codes_footer);
-  sub->callback([sub, f, &chosen] {
-    chosen = [sub, f] {
-      return run_tool("runs", [&] {
-        check_usage(sub);
-        return list_runs(*f);
-      });
-    };
-  });
+  on_chosen(sub, chosen, "runs", [f] { return list_runs(*f); });
 }
 
 } // namespace hb::app

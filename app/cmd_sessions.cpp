@@ -84,14 +84,7 @@ void add_sessions_command(CLI::App& app, std::function<int()>& chosen) {
                           "a running daemon has its agent loaded right now, only `status` on the socket says).\n"
                           "MODEL is the model the session asked for (- : the profile's default).\n") +
               exit_codes_footer);
-  sub->callback([sub, f, &chosen] {
-    chosen = [sub, f] {
-      return run_tool("sessions", [&] {
-        check_usage(sub);
-        return list_sessions(*f);
-      });
-    };
-  });
+  on_chosen(sub, chosen, "sessions", [f] { return list_sessions(*f); });
 }
 
 } // namespace hb::app

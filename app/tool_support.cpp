@@ -110,4 +110,16 @@ double parse_positive(const std::string& text, const std::string& option) {
   return v;
 }
 
+void on_chosen(CLI::App* sub, std::function<int()>& chosen, const std::string& name,
+               std::function<int()> body) {
+  sub->callback([sub, &chosen, name, body] {
+    chosen = [sub, name, body] {
+      return run_tool(name, [&] {
+        check_usage(sub);
+        return body();
+      });
+    };
+  });
+}
+
 } // namespace hb::app

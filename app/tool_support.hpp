@@ -51,6 +51,10 @@ void check_usage(const CLI::App* sub);
 // Runs a tool: prints "hermes-bridge <name>: <message>" for errors and returns
 // their exit code.
 int run_tool(const std::string& name, const std::function<int()>& body);
+// When `sub` is the command chosen, `chosen` becomes: check its usage, then
+// run `body` as tool `name`.
+void on_chosen(CLI::App* sub, std::function<int()>& chosen, const std::string& name,
+               std::function<int()> body);
 
 // Numbers given on the command line.
 int64_t parse_count(const std::string& text, const std::string& option);
