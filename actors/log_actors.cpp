@@ -20,12 +20,31 @@ namespace {
 
 constexpr size_t max_batch_rows = 8192;
 
+using log_op = std::function<void(storage::log_writer&)>;
+
+// When a write fails (disk full, log unwritable), what was not committed is
+// kept and written again once the disk takes it; meanwhile new runs are
+// refused, live runs keep their output in memory (up to a bound) and every
+// committed row stays as it was.
+constexpr size_t max_backlog_ops = 1'000'000;
+constexpr std::chrono::seconds retry_period{1};
+
+struct confirmation {
+  caf::response_promise promise;
+  bool survives_failure; // close/flush: kept until written; open_run: fails at once
+};
+
 struct writer_state {
   std::shared_ptr<storage::log_writer> log;
   retention_settings retention;
   storage::pruner pruner;
   // Callers that may only proceed once their rows are durable.
-  std::vector<caf::response_promise> after_commit;
+  std::vector<confirmation> after_commit;
+  std::vector<log_op> batch;   // the open transaction's operations, to redo after a failure
+  std::vector<log_op> backlog; // failed batches and everything since, in order
+  bool degraded = false;
+  std::string failure;
+  int64_t dropped_deltas = 0;
   bool commit_queued = false;
   // For the `health` action.
   int64_t commits = 0;
@@ -43,16 +62,48 @@ struct writer_state {
 using writer_actor = caf::stateful_actor<writer_state>;
 
 void fail_batch(writer_actor* self, const std::exception& e) {
-  std::cerr << "hermes-bridge: event log write failed: " << e.what() << std::endl;
-  self->state.log->rollback();
-  for (auto& rp : self->state.after_commit)
-    rp.deliver(caf::make_error(caf::sec::runtime_error, std::string("event log: ") + e.what()));
-  self->state.after_commit.clear();
+  auto& st = self->state;
+  if (!st.degraded)
+    std::cerr << "hermes-bridge: event log write failed, holding new output in memory until it can be "
+                 "written: " << e.what() << std::endl;
+  st.log->rollback();
+  st.degraded = true;
+  st.failure = e.what();
+  st.backlog.insert(st.backlog.begin(), std::make_move_iterator(st.batch.begin()),
+                    std::make_move_iterator(st.batch.end()));
+  st.batch.clear();
+  std::vector<confirmation> kept;
+  for (auto& c : st.after_commit) {
+    if (c.survives_failure)
+      kept.push_back(std::move(c));
+    else
+      c.promise.deliver(caf::make_error(caf::sec::runtime_error, std::string("event log: ") + e.what()));
+  }
+  st.after_commit = std::move(kept);
+  self->delayed_send(self, retry_period, retry_atom::value);
+}
+
+void publish(writer_actor* self) {
+  auto& st = self->state;
+  if (st.touched.empty())
+    return;
+  if (st.listener) {
+    std::vector<std::string> flat;
+    flat.reserve(st.touched.size() * 2);
+    for (auto& [run, session] : st.touched) {
+      flat.push_back(run);
+      flat.push_back(session);
+    }
+    self->send(st.listener, committed_atom::value, std::move(flat));
+  }
+  st.touched.clear();
 }
 
 void commit_now(writer_actor* self) {
   auto& st = self->state;
   st.commit_queued = false;
+  if (st.degraded)
+    return; // the retry commits
   try {
     auto started = std::chrono::steady_clock::now();
     size_t rows = st.log->commit();
@@ -67,21 +118,39 @@ void commit_now(writer_actor* self) {
     fail_batch(self, e);
     return;
   }
-  for (auto& rp : st.after_commit)
-    rp.deliver(true);
+  st.batch.clear();
+  for (auto& c : st.after_commit)
+    c.promise.deliver(true);
   st.after_commit.clear();
-  if (!st.touched.empty()) {
-    if (st.listener) {
-      std::vector<std::string> flat;
-      flat.reserve(st.touched.size() * 2);
-      for (auto& [run, session] : st.touched) {
-        flat.push_back(run);
-        flat.push_back(session);
-      }
-      self->send(st.listener, committed_atom::value, std::move(flat));
-    }
-    st.touched.clear();
+  publish(self);
+}
+
+// Writes the backlog again; on success the writer is back to normal.
+void retry_backlog(writer_actor* self) {
+  auto& st = self->state;
+  if (!st.degraded)
+    return;
+  try {
+    for (auto& op : st.backlog)
+      op(*st.log);
+    st.log->commit();
+  } catch (const std::exception& e) {
+    st.log->rollback();
+    st.failure = e.what();
+    self->delayed_send(self, retry_period, retry_atom::value);
+    return;
   }
+  std::cerr << "hermes-bridge: event log writable again; " << st.backlog.size()
+            << " held operations written" << (st.dropped_deltas ? ", " : "")
+            << (st.dropped_deltas ? std::to_string(st.dropped_deltas) + " deltas had to be dropped" : "")
+            << std::endl;
+  st.degraded = false;
+  st.backlog.clear();
+  st.dropped_deltas = 0;
+  for (auto& c : st.after_commit)
+    c.promise.deliver(true);
+  st.after_commit.clear();
+  publish(self);
 }
 
 void touch(writer_actor* self, const std::string& run_id) {
@@ -94,13 +163,22 @@ void touch(writer_actor* self, const std::string& run_id) {
 // Group commit: the first append after a commit queues a commit message
 // behind everything already in the mailbox, so all of it shares one
 // transaction; a lone streaming run still commits each delta at once.
-template <class F>
-void apply(writer_actor* self, F&& f) {
+void apply(writer_actor* self, log_op op, bool droppable = false) {
   auto& st = self->state;
+  if (st.degraded) {
+    if (!droppable || st.backlog.size() < max_backlog_ops)
+      st.backlog.push_back(std::move(op));
+    else
+      ++st.dropped_deltas;
+    return;
+  }
   try {
-    f(*st.log);
+    op(*st.log);
+    st.batch.push_back(std::move(op));
   } catch (const std::exception& e) {
+    st.batch.push_back(std::move(op)); // redone with the rest of its batch
     fail_batch(self, e);
+    return;
   }
   if (st.log->pending_rows() >= max_batch_rows) {
     commit_now(self);
@@ -110,11 +188,16 @@ void apply(writer_actor* self, F&& f) {
   }
 }
 
-caf::result<bool> apply_then_confirm(writer_actor* self,
-                                     const std::function<void(storage::log_writer&)>& f) {
+caf::result<bool> apply_then_confirm(writer_actor* self, log_op op, bool survives_failure) {
   auto rp = self->make_response_promise<bool>();
-  self->state.after_commit.push_back(rp);
-  apply(self, f);
+  auto& st = self->state;
+  if (st.degraded && !survives_failure) {
+    rp.deliver(caf::make_error(caf::sec::runtime_error,
+                               "event log unavailable (" + st.failure + "); try again when it is writable"));
+    return rp;
+  }
+  st.after_commit.push_back(confirmation{rp, survives_failure});
+  apply(self, std::move(op));
   return rp;
 }
 
@@ -130,6 +213,10 @@ std::string stream_delta_event(const std::string& text) {
 void prune_step(writer_actor* self) {
   auto& st = self->state;
   bool more = false;
+  if (st.degraded) {
+    self->delayed_send(self, st.retention.interval, prune_atom::value);
+    return;
+  }
   try {
     st.log->commit();
     more = st.pruner.step(st.log->database(), st.retention.policy, now_seconds());
@@ -151,37 +238,44 @@ caf::behavior log_writer_actor(writer_actor* self, std::shared_ptr<storage::log_
     [=](open_run_atom, const std::string& run_id, const std::string& session_id, double at) {
       self->state.session_of_run[run_id] = session_id;
       touch(self, run_id);
-      return apply_then_confirm(self, [&](storage::log_writer& w) { w.open_run(run_id, session_id, at); });
+      return apply_then_confirm(self, [=](storage::log_writer& w) { w.open_run(run_id, session_id, at); },
+                                false);
     },
     [=](delta_atom, const std::string& run_id, const std::string& text, double at) {
       touch(self, run_id);
-      apply(self, [&](storage::log_writer& w) {
-        if (w.append_delta(run_id, text, at))
-          w.append_event(run_id, stream_delta_event(text), at);
-      });
+      apply(
+        self,
+        [=](storage::log_writer& w) {
+          if (w.append_delta(run_id, text, at))
+            w.append_event(run_id, stream_delta_event(text), at);
+        },
+        true);
     },
     [=](event_atom, const std::string& run_id, const std::string& body, double at) {
       touch(self, run_id);
-      apply(self, [&](storage::log_writer& w) { w.append_event(run_id, body, at); });
+      apply(self, [=](storage::log_writer& w) { w.append_event(run_id, body, at); });
     },
     [=](close_run_atom, const std::string& run_id, const std::string& status,
         const std::string& result, bool has_error, const std::string& error, double at) {
       touch(self, run_id);
       self->state.session_of_run.erase(run_id); // its entry in `touched` carries the session
-      return apply_then_confirm(self, [&](storage::log_writer& w) {
-        w.close_run(run_id, status, result.empty() ? std::nullopt : std::optional<std::string>(result),
-                    has_error ? std::optional<std::string>(error) : std::nullopt, at);
-      });
+      return apply_then_confirm(
+        self,
+        [=](storage::log_writer& w) {
+          w.close_run(run_id, status, result.empty() ? std::nullopt : std::optional<std::string>(result),
+                      has_error ? std::optional<std::string>(error) : std::nullopt, at);
+        },
+        true);
     },
     [=](put_sess_atom, const std::string& session_id, double created_at, double last_used_at,
         const std::string& config, bool history_known, const std::string& history,
         int64_t message_count, bool destroyed) {
-      apply(self, [&](storage::log_writer& w) {
-        w.put_session({session_id, created_at, last_used_at, config, history, history_known,
-                       message_count, destroyed});
-      });
+      storage::session_row row{session_id, created_at, last_used_at, config, history, history_known,
+                               message_count, destroyed};
+      apply(self, [row](storage::log_writer& w) { w.put_session(row); });
     },
-    [=](flush_atom) { return apply_then_confirm(self, [](storage::log_writer&) {}); },
+    [=](flush_atom) { return apply_then_confirm(self, [](storage::log_writer&) {}, true); },
+    [=](retry_atom) { retry_backlog(self); },
     [=](flush_atom, bool fold_wal) -> caf::result<bool> {
       // On stop: commit, then fold the WAL into the database file, so a copy
       // of events.db alone holds everything.

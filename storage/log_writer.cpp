@@ -32,6 +32,7 @@ void log_writer::begin() {
   if (!in_tx_) {
     db_.exec("BEGIN");
     in_tx_ = true;
+    runs_at_begin_ = runs_; // what a rollback goes back to
   }
 }
 
@@ -145,6 +146,8 @@ void log_writer::rollback() {
       // SQLite may already have rolled back on its own (e.g. SQLITE_FULL).
     }
   }
+  if (in_tx_)
+    runs_ = runs_at_begin_; // sequence numbers stay contiguous: no gap for rolled-back rows
   in_tx_ = false;
   pending_rows_ = 0;
   insert_run_->reset();

@@ -51,7 +51,8 @@ public:
 
   // Commits the open transaction, if any. Returns the number of rows it held.
   size_t commit();
-  // Throws away the open transaction (after a failed statement).
+  // Throws away the open transaction (after a failed statement or commit),
+  // and with it what that transaction did to the runs' sequence counters.
   void rollback();
   size_t pending_rows() const { return pending_rows_; }
 
@@ -72,6 +73,7 @@ private:
   std::unique_ptr<SQLite::Statement> insert_run_, insert_delta_, insert_event_, finish_run_,
     upsert_session_;
   std::unordered_map<std::string, open_run_state> runs_;
+  std::unordered_map<std::string, open_run_state> runs_at_begin_;
   bool in_tx_ = false;
   size_t pending_rows_ = 0;
 };
