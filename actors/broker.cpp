@@ -1,6 +1,7 @@
 #include "actors/broker.hpp"
 
 #include "actors/broker_state.hpp"
+#include "actors/responses.hpp"
 #include "actors/session.hpp"
 #include "protocol/request.hpp"
 

@@ -94,4 +94,32 @@ std::string chat_started_line(const std::string& run_id, const std::string& sess
     .finish();
 }
 
+std::string interrupted_line(const std::string& id, bool synced) {
+  return object_writer{}
+    .boolean("ok", true)
+    .str("status", "interrupted")
+    .str("session_id", id)
+    .boolean("synced", synced)
+    .finish();
+}
+
+std::string steer_line(bool accepted, const std::string& text) {
+  return object_writer{}
+    .boolean("ok", true)
+    .str("status", accepted ? "queued" : "rejected")
+    .boolean("accepted", accepted)
+    .str("text", text)
+    .finish();
+}
+
+std::string unknown_session_status_line(const std::string& session_id) {
+  return object_writer{}
+    .boolean("ok", true)
+    .str("session_id", session_id)
+    .boolean("exists", false)
+    .boolean("running", false)
+    .integer("message_count", 0)
+    .finish();
+}
+
 } // namespace hb::actors

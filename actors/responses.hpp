@@ -12,5 +12,9 @@ namespace hb::actors {
 std::string get_output_line(const storage::run_snapshot& run, int64_t cursor, bool include_output);
 std::string get_result_line(const storage::run_snapshot& run);
 std::string chat_started_line(const std::string& run_id, const std::string& session_id);
+std::string interrupted_line(const std::string& session_id, bool synced);
+std::string steer_line(bool accepted, const std::string& text);
+// `status` for a session this daemon does not know.
+std::string unknown_session_status_line(const std::string& session_id);
 
 } // namespace hb::actors

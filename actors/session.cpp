@@ -65,24 +65,6 @@ struct session_state {
 
 using session_actor = caf::stateful_actor<session_state>;
 
-std::string interrupted_line(const std::string& id, bool synced) {
-  return object_writer{}
-    .boolean("ok", true)
-    .str("status", "interrupted")
-    .str("session_id", id)
-    .boolean("synced", synced)
-    .finish();
-}
-
-std::string steer_line(bool accepted, const std::string& text) {
-  return object_writer{}
-    .boolean("ok", true)
-    .str("status", accepted ? "queued" : "rejected")
-    .boolean("accepted", accepted)
-    .str("text", text)
-    .finish();
-}
-
 // The session as `list` shows it; `status` adds "exists" after the id.
 std::string session_entry(const session_state& st, bool with_exists) {
   object_writer w;
@@ -594,16 +576,6 @@ caf::actor spawn_dormant_session(caf::actor_system& sys, const storage::session_
                                  const session_links& links) {
   return sys.spawn(session_behavior, row.session_id, links,
                    std::make_shared<const storage::session_row>(row));
-}
-
-std::string unknown_session_status_line(const std::string& session_id) {
-  return object_writer{}
-    .boolean("ok", true)
-    .str("session_id", session_id)
-    .boolean("exists", false)
-    .boolean("running", false)
-    .integer("message_count", 0)
-    .finish();
 }
 
 } // namespace hb::actors

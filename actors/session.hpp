@@ -29,7 +29,4 @@ caf::actor spawn_session(caf::actor_system& sys, const std::string& session_id,
 caf::actor spawn_dormant_session(caf::actor_system& sys, const storage::session_row& row,
                                  const session_links& links);
 
-// Response lines the broker also needs for sessions it does not know.
-std::string unknown_session_status_line(const std::string& session_id);
-
 } // namespace hb::actors
