@@ -265,7 +265,8 @@ void on_chat(session_actor* self, const std::string& request, caf::response_prom
                st.created);
     return;
   }
-  chat_plan plan{request};
+  chat_plan plan;
+  plan.request = request;
   json req = json::parse(request);
   std::string profile, model, provider;
   try {
