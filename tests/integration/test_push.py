@@ -191,8 +191,11 @@ class Subscriptions(unittest.TestCase):
                 self.assertEqual([e for line in lines for e in line["events"]], full["events"])
 
     def test_a_frozen_subscriber_is_cut_off_not_waited_for(self):
-        with Bridge(args=["--subscriber-buffer-bytes", "1000000"]) as b:
-            run = b.chat("frozen", "script:stream 20 20;stream 20000 0")["run_id"]
+        # Paced so the frozen reader's socket fills up while the run still
+        # streams: its news is then held back, and the run's last line, which
+        # brings everything since, is more than it may have unsent.
+        with Bridge(args=["--subscriber-buffer-bytes", "65536"]) as b:
+            run = b.chat("frozen", "script:stream 4000 1")["run_id"]
             frozen = subscribe(b, run_id=run)  # reads nothing until the run is over
             frozen.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
             healthy = read_stream(subscribe(b, run_id=run))
