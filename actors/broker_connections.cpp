@@ -119,6 +119,21 @@ void respond_failure(broker_actor* self, const reply_to& to, const caf::error& e
   respond(self, to, error_line("RuntimeError", "hermes-bridge internal error: " + caf::to_string(err)));
 }
 
+void cut_off(broker_actor* self, const watcher& w, const std::string& why) {
+  std::string last = protocol::object_writer{}
+                       .boolean("ok", false)
+                       .str("error", "subscription ended: " + why + "; subscribe again with these cursors")
+                       .str("error_type", "SlowReader")
+                       .str("run_id", w.run_id)
+                       .integer("cursor", w.cursor)
+                       .integer("event_cursor", w.event_cursor)
+                       .finish();
+  handle h = w.to.h;
+  write_line(self, h, with_id(last, w.to.id));
+  self->flush(h);
+  close_now(self, h); // drops the watcher too
+}
+
 bool push_line(broker_actor* self, const reply_to& to, const std::string& line, const watcher& w) {
   auto it = self->state.connections.find(to.h.id());
   if (it == self->state.connections.end())
@@ -131,21 +146,8 @@ bool push_line(broker_actor* self, const reply_to& to, const std::string& line, 
     // the limit ends the stream instead, telling the client where to resume.
     // (Lines are only sent on a drained connection, except a run's last one,
     // so a reader that keeps reading, however slowly, is never cut off.)
-    std::string last = protocol::object_writer{}
-                         .boolean("ok", false)
-                         .str("error", "subscription ended: the client stopped reading (" +
-                                         std::to_string(conn.unsent_bytes) +
-                                         " bytes unsent, --subscriber-buffer-bytes " +
-                                         std::to_string(limit) +
-                                         "); subscribe again with these cursors")
-                         .str("error_type", "SlowReader")
-                         .str("run_id", w.run_id)
-                         .integer("cursor", w.cursor)
-                         .integer("event_cursor", w.event_cursor)
-                         .finish();
-    write_line(self, to.h, with_id(last, to.id));
-    self->flush(to.h);
-    close_now(self, to.h);
+    cut_off(self, w, "the client stopped reading (" + std::to_string(conn.unsent_bytes) +
+                       " bytes unsent, --subscriber-buffer-bytes " + std::to_string(limit) + ")");
     return false;
   }
   conn.unsent_bytes += line.size() + 1;
@@ -186,7 +188,7 @@ uint64_t unsent_bytes(broker_actor* self, handle h) {
 }
 
 std::chrono::milliseconds sweep_period(const daemon_settings& settings) {
-  return std::clamp(std::min(settings.read_timeout, settings.keepalive_idle) / 4,
+  return std::clamp(std::min({settings.read_timeout, settings.keepalive_idle, settings.subscriber_stall}) / 4,
                     std::chrono::milliseconds(10), std::chrono::milliseconds(1000));
 }
 
@@ -218,6 +220,20 @@ void sweep_connections(broker_actor* self) {
   }
   for (int64_t id : idle)
     close_now(self, handle::from_int(id));
+  // A subscriber whose news has waited this long for it to read is cut off,
+  // whatever it holds: the daemon does not keep state for clients that left
+  // without closing.
+  std::vector<uint64_t> stalled;
+  for (auto& [key, w] : st.watchers)
+    if (w.deferred && now - w.deferred_since >= st.settings->subscriber_stall)
+      stalled.push_back(key);
+  for (uint64_t key : stalled) {
+    auto it = st.watchers.find(key);
+    if (it != st.watchers.end())
+      cut_off(self, it->second, "the client has not read for " +
+                                  std::to_string(st.settings->subscriber_stall.count()) +
+                                  " ms (--subscriber-stall-ms)");
+  }
 }
 
 } // namespace hb::actors

@@ -51,6 +51,8 @@ void on_read(broker_actor* self, uint64_t key, std::string line, bool news, int6
       // The client has not taken the last line yet: hold this news back and
       // send everything since in one line once it has (fewer, larger lines
       // for a slow reader; nothing piles up for a stopped one).
+      if (!w.deferred)
+        w.deferred_since = std::chrono::steady_clock::now();
       w.deferred = true;
       w.again = false;
       return;

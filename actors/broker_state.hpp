@@ -60,6 +60,7 @@ struct watcher {
   bool reading = false;   // a read is on its way
   bool again = false;     // news arrived during that read
   bool deferred = false;  // news held back until the client drains what it has
+  steady_time deferred_since{};
 };
 
 struct broker_state {
@@ -93,6 +94,8 @@ void respond_failure(broker_actor* self, const reply_to& to, const caf::error& e
 // client is too far behind and the stream was ended for it.
 bool push_line(broker_actor* self, const reply_to& to, const std::string& line,
                const watcher& w);
+// Ends a subscription with a last line saying why and where to resume.
+void cut_off(broker_actor* self, const watcher& w, const std::string& why);
 void begin_stream(broker_actor* self, handle h);
 void end_stream(broker_actor* self, handle h);
 

@@ -71,6 +71,7 @@ struct serve_flags {
   uint64_t integrity_check_max_mb = 256;
   int64_t keepalive_idle_ms = 300'000;
   uint64_t subscriber_buffer_bytes = 8u << 20;
+  int64_t subscriber_stall_ms = 30'000;
   double retain_days = 30;
   int64_t retain_mb = 4096;
   double prune_interval_s = 60;
@@ -148,6 +149,7 @@ int run_serve(const serve_flags& flags, int ready_fd) {
   settings.gc_interval = std::chrono::seconds(flags.gc_interval_s);
   settings.keepalive_idle = std::chrono::milliseconds(flags.keepalive_idle_ms);
   settings.subscriber_buffer_bytes = flags.subscriber_buffer_bytes;
+  settings.subscriber_stall = std::chrono::milliseconds(flags.subscriber_stall_ms);
   settings.retain_days = flags.retain_days;
   settings.retain_mb = flags.retain_mb;
   settings.prune_interval = std::chrono::milliseconds(static_cast<int64_t>(flags.prune_interval_s * 1000));
@@ -236,6 +238,12 @@ int main(int argc, char** argv) {
                     "a subscriber this far behind (bytes written, not yet read) is cut off with "
                     "the cursors to resume from")
     ->envname("HERMES_BRIDGE_SUBSCRIBER_BUFFER_BYTES")
+    ->check(CLI::PositiveNumber)
+    ->capture_default_str();
+  serve->add_option("--subscriber-stall-ms", flags.subscriber_stall_ms,
+                    "a subscriber that has not read what it was sent for this long is cut off with "
+                    "the cursors to resume from")
+    ->envname("HERMES_BRIDGE_SUBSCRIBER_STALL_MS")
     ->check(CLI::PositiveNumber)
     ->capture_default_str();
   serve->add_option("--max-line-bytes", flags.max_line_bytes, "longest request line accepted")

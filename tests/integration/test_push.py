@@ -192,9 +192,9 @@ class Subscriptions(unittest.TestCase):
 
     def test_a_frozen_subscriber_is_cut_off_not_waited_for(self):
         # Paced so the frozen reader's socket fills up while the run still
-        # streams: its news is then held back, and the run's last line, which
-        # brings everything since, is more than it may have unsent.
-        with Bridge(args=["--subscriber-buffer-bytes", "65536"]) as b:
+        # streams: its news is then held back, and after 300 ms of that it is
+        # cut off (or earlier, by the byte limit).
+        with Bridge(args=["--subscriber-buffer-bytes", "65536", "--subscriber-stall-ms", "300"]) as b:
             run = b.chat("frozen", "script:stream 4000 1")["run_id"]
             frozen = subscribe(b, run_id=run)  # reads nothing until the run is over
             frozen.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
