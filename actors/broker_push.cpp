@@ -122,9 +122,7 @@ void get_output(broker_actor* self, const reply_to& to, const json& req) {
             [=](caf::error& err) { respond_failure(self, to, err); });
     return;
   }
-  watcher w;
-  w.what = watcher::kind::long_poll;
-  w.to = to;
+  watcher w(watcher::kind::long_poll, to);
   w.run_id = run_id;
   w.cursor = cursor;
   w.event_cursor = event_cursor;
@@ -148,9 +146,7 @@ void subscribe(broker_actor* self, const reply_to& to, const json& req) {
     throw protocol::value_error("subscribe needs a run_id or a session_id");
   begin_stream(self, to.h);
   if (!run_id.empty()) {
-    watcher w;
-    w.what = watcher::kind::run_stream;
-    w.to = to;
+    watcher w(watcher::kind::run_stream, to);
     w.run_id = run_id;
     w.cursor = std::max<int64_t>(0, protocol::field_int(req, "cursor"));
     w.event_cursor = std::max<int64_t>(0, protocol::field_int(req, "event_cursor"));
@@ -158,9 +154,7 @@ void subscribe(broker_actor* self, const reply_to& to, const json& req) {
     read_for(self, add_watcher(self, std::move(w)));
     return;
   }
-  watcher w;
-  w.what = watcher::kind::session_stream;
-  w.to = to;
+  watcher w(watcher::kind::session_stream, to);
   w.session_id = session_id;
   w.include_output = false;
   uint64_t key = add_watcher(self, std::move(w));

@@ -48,7 +48,9 @@ struct connection {
 // A client waiting for a run's output: a long-poll (answered once) or a
 // subscription (one line per commit with news).
 struct watcher {
-  enum class kind { long_poll, run_stream, session_stream } what = kind::long_poll;
+  enum class kind { long_poll, run_stream, session_stream };
+  watcher(kind what, reply_to to) : what(what), to(std::move(to)) {}
+  kind what;
   reply_to to;
   std::string run_id;     // the run being followed; empty while a session idles
   std::string session_id; // session streams
