@@ -57,7 +57,7 @@ void on_new_connection(broker_actor* self, handle h) {
     return;
   }
   st.connections.emplace(h.id(), connection(st.settings->max_line_bytes));
-  self->configure_read(h, caf::io::receive_policy::at_most(65536));
+  self->configure_read(h, caf::io::receive_policy::at_most(8192)); // requests are small; big ones come in pieces
 }
 
 void on_data(broker_actor* self, const caf::io::new_data_msg& msg) {
