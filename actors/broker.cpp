@@ -1,6 +1,7 @@
 #include "actors/broker.hpp"
 
 #include "actors/broker_state.hpp"
+#include "actors/daemon_log.hpp"
 #include "actors/responses.hpp"
 #include "actors/session.hpp"
 #include "protocol/request.hpp"
@@ -351,7 +352,7 @@ void collect_idle_sessions(broker_actor* self) {
     self->request(which, session_reply_limit, gc_atom::value, idle)
       .then([=](bool collected) {
               if (collected)
-                std::cerr << "hermes-bridge: idle session " << sid << " released its agent" << std::endl;
+                log_event(log_level::info, "session.idle_released", "", {{"session", sid}});
             },
             [](caf::error&) {});
   }

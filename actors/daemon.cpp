@@ -1,6 +1,7 @@
 #include "actors/daemon.hpp"
 
 #include "actors/broker.hpp"
+#include "actors/daemon_log.hpp"
 #include "actors/log_actors.hpp"
 
 #include <caf/all.hpp>
@@ -68,17 +69,17 @@ int serve(const daemon_settings& settings, int listen_fd, std::shared_ptr<storag
   announce_ready();
 
   wait_for_stop();
-  std::cerr << "hermes-bridge: stopping: draining live runs" << std::endl;
+  log_event(log_level::info, "daemon.stopping", "draining live runs");
   {
     caf::scoped_actor self{sys};
     self->request(broker, settings.drain_timeout + std::chrono::seconds(2), stop_atom::value)
       .receive([](bool) {}, [](caf::error&) {});
     self->request(writer, std::chrono::seconds(10), flush_atom::value, true)
       .receive([](bool) {}, [](caf::error& err) {
-        std::cerr << "hermes-bridge: final log flush failed: " << caf::to_string(err) << std::endl;
+        log_event(log_level::error, "log.final_flush_failed", caf::to_string(err));
       });
   }
-  std::cerr << "hermes-bridge: stopped" << std::endl;
+  log_event(log_level::info, "daemon.stopped", "");
   // Agent threads that ignore interrupts may still hold the GIL; finalizing
   // Python or joining every actor could then hang. Everything that matters is
   // committed, so leave now.

@@ -1,5 +1,6 @@
 #include "actors/log_actors.hpp"
 
+#include "actors/daemon_log.hpp"
 #include "actors/responses.hpp"
 #include "actors/vocabulary.hpp"
 #include "protocol/json_text.hpp"
@@ -64,8 +65,8 @@ using writer_actor = caf::stateful_actor<writer_state>;
 void fail_batch(writer_actor* self, const std::exception& e) {
   auto& st = self->state;
   if (!st.degraded)
-    std::cerr << "hermes-bridge: event log write failed, holding new output in memory until it can be "
-                 "written: " << e.what() << std::endl;
+    log_event(log_level::error, "log.write_failed", e.what(),
+              {{"then", "holding new output in memory until it can be written"}});
   st.log->rollback();
   st.degraded = true;
   st.failure = e.what();
@@ -140,10 +141,9 @@ void retry_backlog(writer_actor* self) {
     self->delayed_send(self, retry_period, retry_atom::value);
     return;
   }
-  std::cerr << "hermes-bridge: event log writable again; " << st.backlog.size()
-            << " held operations written" << (st.dropped_deltas ? ", " : "")
-            << (st.dropped_deltas ? std::to_string(st.dropped_deltas) + " deltas had to be dropped" : "")
-            << std::endl;
+  log_event(log_level::warn, "log.writable_again", "event log writable again",
+            {{"held_operations_written", std::to_string(st.backlog.size())},
+             {"deltas_dropped", std::to_string(st.dropped_deltas)}});
   st.degraded = false;
   st.backlog.clear();
   st.dropped_deltas = 0;
@@ -221,7 +221,7 @@ void prune_step(writer_actor* self) {
     st.log->commit();
     more = st.pruner.step(st.log->database(), st.retention.policy, now_seconds());
   } catch (const std::exception& e) {
-    std::cerr << "hermes-bridge: pruning the event log failed: " << e.what() << std::endl;
+    log_event(log_level::error, "log.prune_failed", e.what());
   }
   if (more)
     self->send(self, prune_atom::value);
@@ -284,7 +284,7 @@ caf::behavior log_writer_actor(writer_actor* self, std::shared_ptr<storage::log_
         if (fold_wal)
           self->state.log->database().exec("PRAGMA wal_checkpoint(TRUNCATE)");
       } catch (const std::exception& e) {
-        std::cerr << "hermes-bridge: final checkpoint failed: " << e.what() << std::endl;
+        log_event(log_level::error, "log.final_checkpoint_failed", e.what());
       }
       return true;
     },
@@ -313,7 +313,7 @@ caf::behavior log_checkpointer_actor(caf::stateful_actor<checkpointer_state>* se
     self->state.db = std::make_unique<SQLite::Database>(path, SQLite::OPEN_READWRITE);
     self->state.db->setBusyTimeout(1000);
   } catch (const std::exception& e) {
-    std::cerr << "hermes-bridge: cannot open event log for checkpoints: " << e.what() << std::endl;
+    log_event(log_level::error, "log.checkpointer_open_failed", e.what());
   }
   self->send(self, tick_atom::value);
   return {
@@ -322,7 +322,7 @@ caf::behavior log_checkpointer_actor(caf::stateful_actor<checkpointer_state>* se
         if (self->state.db)
           self->state.db->exec("PRAGMA wal_checkpoint(PASSIVE)");
       } catch (const std::exception& e) {
-        std::cerr << "hermes-bridge: event log checkpoint failed: " << e.what() << std::endl;
+        log_event(log_level::warn, "log.checkpoint_failed", e.what());
       }
       self->delayed_send(self, period, tick_atom::value);
     },
@@ -378,7 +378,7 @@ caf::behavior log_reader_actor(reader_actor* self, std::string path) {
   try {
     self->state.log = std::make_unique<storage::log_reader>(path);
   } catch (const std::exception& e) {
-    std::cerr << "hermes-bridge: cannot open event log for reading: " << e.what() << std::endl;
+    log_event(log_level::error, "log.reader_open_failed", e.what());
   }
   return {
     [=](output_atom, const std::string& run_id, int64_t cursor, int64_t event_cursor,

@@ -1,6 +1,7 @@
 // hermes-bridge: the command line. Parses flags, prepares the event log and
 // the embedded Python, binds the socket, then hands over to the actors.
 #include "actors/daemon.hpp"
+#include "actors/daemon_log.hpp"
 #include "actors/vocabulary.hpp"
 #include "app/access.hpp"
 #include "app/commands.hpp"
@@ -63,6 +64,7 @@ struct serve_flags {
   std::string hermes_home = "~/.hermes";
   std::string db;
   std::string synchronous = "NORMAL";
+  std::string log_level = "info";
   int64_t idle_timeout_s = 30 * 60;
   int64_t gc_interval_s = 60;
   int64_t read_timeout_ms = 30'000;
@@ -77,20 +79,28 @@ struct serve_flags {
   double prune_interval_s = 60;
 };
 
+using hb::actors::log_event;
+using hb::actors::log_level;
+
 void report_background_check(const std::string& path, const std::string& verdict) {
   if (verdict == "ok")
-    std::cerr << "hermes-bridge: event log integrity check: ok" << std::endl;
+    log_event(log_level::info, "log.integrity_ok", "", {{"path", path}});
   else
-    std::cerr << "hermes-bridge: " << hb::storage::damage_advice(path, verdict) << std::endl;
+    log_event(log_level::error, "log.damaged", hb::storage::damage_advice(path, verdict), {{"path", path}});
+}
+
+int refuse_to_start(std::string_view message) {
+  log_event(log_level::error, "daemon.start_failed", message);
+  return 1;
 }
 
 int run_serve(const serve_flags& flags, int ready_fd) {
+  hb::actors::set_log_level(hb::actors::parse_log_level(flags.log_level).value_or(log_level::info));
   hb::protocol::endpoint endpoint;
   try {
     endpoint = hb::protocol::parse_endpoint(flags.endpoint);
   } catch (const std::exception& e) {
-    std::cerr << "hermes-bridge: " << e.what() << std::endl;
-    return 1;
+    return refuse_to_start(e.what());
   }
   std::string home = absolute(flags.hermes_home);
   std::string db_path = flags.db.empty() ? home + "/hermes-bridge/events.db" : absolute(flags.db);
@@ -103,21 +113,21 @@ int run_serve(const serve_flags& flags, int ready_fd) {
     options.check_before_serving_max_bytes = flags.integrity_check_max_mb << 20;
     log = hb::storage::open_for_serving(db_path, options, hb::actors::now_seconds());
   } catch (const std::exception& e) {
-    std::cerr << "hermes-bridge: cannot serve event log " << db_path << ": " << e.what() << std::endl;
-    return 1;
+    return refuse_to_start("cannot serve event log " + db_path + ": " + e.what());
   }
-  std::cerr << "hermes-bridge: event log " << db_path << " recovered in "
-            << static_cast<int>(log.seconds * 1000) << " ms: " << log.recovered.runs_interrupted
-            << " live runs interrupted, " << log.recovered.approvals_denied << " approvals denied, "
-            << log.recovered.compressions_failed << " compressions failed, " << log.sessions.size()
-            << " sessions dormant" << std::endl;
+  log_event(log_level::info, "log.recovered", "",
+            {{"path", db_path},
+             {"ms", std::to_string(static_cast<int>(log.seconds * 1000))},
+             {"runs_interrupted", std::to_string(log.recovered.runs_interrupted)},
+             {"approvals_denied", std::to_string(log.recovered.approvals_denied)},
+             {"compressions_failed", std::to_string(log.recovered.compressions_failed)},
+             {"sessions_dormant", std::to_string(log.sessions.size())}});
 
   hb::actors::daemon_settings settings;
   try {
     settings.agent_root = hb::bridge::python_runtime::start(flags.agent_root, home);
   } catch (const hb::protocol::wire_error& e) {
-    std::cerr << "hermes-bridge: " << e.type << ": " << e.what() << std::endl;
-    return 1;
+    return refuse_to_start(e.type + ": " + e.what());
   }
   hb::bridge::python_runtime::release_main_thread();
 
@@ -135,8 +145,7 @@ int run_serve(const serve_flags& flags, int ready_fd) {
     if (!activated)
       listen_fd = hb::protocol::listen_on(endpoint);
   } catch (const std::exception& e) {
-    std::cerr << "hermes-bridge: " << e.what() << std::endl;
-    return 1;
+    return refuse_to_start(e.what());
   }
   settings.endpoint = flags.endpoint;
   settings.db_path = db_path;
@@ -209,6 +218,11 @@ int main(int argc, char** argv) {
     ->capture_default_str();
   serve->add_option("--db", flags.db, "event log file (default: <hermes-home>/hermes-bridge/events.db)")
     ->envname("HERMES_BRIDGE_DB");
+  serve->add_option("--log-level", flags.log_level,
+                    "debug, info, warn or error: the least important log line written to stderr")
+    ->envname("HERMES_BRIDGE_LOG_LEVEL")
+    ->check(CLI::IsMember({"debug", "info", "warn", "error"}))
+    ->capture_default_str();
   serve->add_option("--synchronous", flags.synchronous,
                     "SQLite synchronous mode of the event log: NORMAL survives kill -9, FULL also "
                     "power loss (slower)")

@@ -197,6 +197,20 @@ class CommandLine(unittest.TestCase):
         return subprocess.run([str(bridge_binary()), *args], capture_output=True, text=True,
                               timeout=timeout, env=full_env)
 
+    def test_log_lines_are_structured_and_levelled(self):
+        b = Bridge().start()
+        b.request({"action": "shutdown"})
+        b.proc.wait(10)
+        lines = b.stderr().splitlines()
+        b.stop()
+        self.assertTrue(any(line.startswith("hermes-bridge level=info event=log.recovered ") for line in lines), lines)
+        self.assertIn("hermes-bridge level=info event=daemon.stopped", lines)
+        quiet = Bridge(args=["--log-level", "warn"]).start()
+        quiet.request({"action": "shutdown"})
+        quiet.proc.wait(10)
+        self.assertNotIn("level=info", quiet.stderr())
+        quiet.stop()
+
     def test_help_explains_the_flags(self):
         out = self.run_binary("serve", "--help")
         self.assertEqual(out.returncode, 0)

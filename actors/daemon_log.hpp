@@ -1,0 +1,26 @@
+// The daemon's log: one line per event on stderr, logfmt-style, with stable
+// event names so that a person can read it and a program can grep it:
+//   hermes-bridge level=info event=log.recovered ms=80 runs_interrupted=0 msg="..."
+// The agent's own prints go to stderr too, without this prefix.
+#pragma once
+
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace hb::actors {
+
+enum class log_level { debug = 0, info = 1, warn = 2, error = 3 };
+
+void set_log_level(log_level level);
+std::optional<log_level> parse_log_level(std::string_view text);
+
+using log_field = std::pair<std::string_view, std::string>;
+
+// Thread-safe: each line is written with a single write(2).
+void log_event(log_level level, std::string_view event, std::string_view message,
+               std::initializer_list<log_field> fields = {});
+
+} // namespace hb::actors
