@@ -124,6 +124,20 @@ class Limits(unittest.TestCase):
             time.sleep(0.1)
             self.assertTrue(b.request({"action": "ping"})["pong"])
 
+    def test_thousands_of_silent_connections_do_not_delay_a_ping(self):
+        with Bridge() as b:
+            silent = [b.connect() for _ in range(2000)]
+            half = silent[:1000]
+            for sock in half:
+                sock.sendall(b'{"action": "pi')  # half a line, then nothing
+            started = time.monotonic()
+            self.assertTrue(b.request({"action": "ping"})["pong"])
+            waited = time.monotonic() - started
+            self.assertLess(waited, 2.0)  # served, not queued behind them
+            self.assertEqual(b.request({"action": "health"})["connections"], 2001)
+            for sock in silent:
+                sock.close()
+
     def test_health_reports_the_daemon_s_state(self):
         with Bridge() as b:
             b.chat("h1", "hi", wait=True)
