@@ -82,6 +82,7 @@ class Bridge:
         deadline = time.monotonic() + timeout
         line = self.proc.stdout.readline().decode()
         if not line:
+            self.proc.wait(10)  # gone for good: stop() must not talk to its endpoint
             raise AssertionError(f"{self.kind} bridge exited before ready: {self.stderr()}")
         self.ready_line = line
         while time.monotonic() < deadline:

@@ -34,6 +34,7 @@ class UnixSockets(unittest.TestCase):
             with self.assertRaises(AssertionError) as refused:
                 second.start()
             self.assertIn("another bridge is already serving", str(refused.exception))
+            second.proc.wait(10)  # else stop() would send `shutdown` to the first one's socket
             second.stop()
             self.assertTrue(first.request({"action": "ping"})["pong"])
 
