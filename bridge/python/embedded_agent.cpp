@@ -2,7 +2,6 @@
 
 #include <pybind11/embed.h>
 
-#include <atomic>
 #include <cstddef>
 #include <string_view>
 
@@ -19,8 +18,6 @@ extern const embedded_module embedded_modules[];
 extern const std::size_t embedded_module_count;
 
 namespace {
-
-std::atomic<bool> running{false};
 
 py::object& adapter() {
   static py::object module; // lives until the process exits; never finalized
@@ -85,7 +82,6 @@ std::string python_runtime::start(const std::string& agent_root, const std::stri
   config.parse_argv = 0;
   config.install_signal_handlers = 0; // SIGINT/SIGTERM belong to the daemon
   new py::scoped_interpreter(&config); // deliberately never finalized
-  running = true;
   try {
     auto sys = py::module_::import("sys");
     py::list path = sys.attr("path");
@@ -114,8 +110,6 @@ std::string python_runtime::start(const std::string& agent_root, const std::stri
 void python_runtime::release_main_thread() {
   PyEval_SaveThread(); // the GIL is taken per call from now on
 }
-
-bool python_runtime::started() { return running; }
 
 struct agent_session::impl {
   py::object session;

@@ -33,9 +33,9 @@ public:
   // Returns str(agent root) ("None" for a package install); throws
   // protocol::wire_error when hermes-agent cannot be found.
   static std::string start(const std::string& agent_root, const std::string& hermes_home);
+  // Finalizing with agent threads alive can hang: the interpreter is never
+  // finalized, the daemon exits without it.
   static void release_main_thread();
-  // Finalizing with agent threads alive can hang; the daemon exits without it.
-  static bool started();
 };
 
 // One AIAgent. Destroying it takes the GIL, so drop the last reference off
