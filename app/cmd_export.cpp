@@ -86,7 +86,7 @@ int export_runs(const export_flags& f) {
       throw tool_error(exit_unknown, "unknown session: " + f.session);
     runs = log.runs_of_session(f.session);
   }
-  std::vector<session_record> sessions;
+  std::vector<session_row> sessions;
   if (auto s = log.session(runs.empty() ? f.session : runs.front().session_id))
     sessions.push_back(std::move(*s));
 

@@ -174,13 +174,13 @@ std::vector<session_listing> log_query::sessions() {
   return out;
 }
 
-std::optional<session_record> log_query::session(const std::string& session_id) {
+std::optional<session_row> log_query::session(const std::string& session_id) {
   SQLite::Statement q(*db_, "SELECT session_id, created_at, last_used_at, config, history, message_count,"
                             " destroyed FROM sessions WHERE session_id=?");
   q.bind(1, session_id);
   if (!q.executeStep())
     return std::nullopt;
-  session_record s;
+  session_row s;
   s.session_id = q.getColumn(0).getString();
   s.created_at = q.getColumn(1).getDouble();
   s.last_used_at = q.getColumn(2).getDouble();

@@ -18,7 +18,7 @@ namespace hb::app {
 
 using storage::run_row;
 using storage::seq_row;
-using storage::session_record;
+using storage::session_row;
 
 struct run_filter {
   std::string session; // empty: any
@@ -35,7 +35,7 @@ struct run_stats {
 };
 
 struct session_listing {
-  session_record row; // history left empty
+  session_row row; // history left empty
   std::string profile, model;   // from config
   int64_t runs = 0;
 };
@@ -62,7 +62,7 @@ public:
 
   // Most recently used first.
   std::vector<session_listing> sessions();
-  std::optional<session_record> session(const std::string& session_id); // with history
+  std::optional<session_row> session(const std::string& session_id); // with history
 
   void each_delta(int64_t run_no, const std::function<void(const seq_row&)>& f);
   void each_event(int64_t run_no, const std::function<void(const seq_row&)>& f);

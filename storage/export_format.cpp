@@ -34,7 +34,7 @@ std::string encode_header(const export_header& h) {
     .finish();
 }
 
-std::string encode_session(const session_record& s) {
+std::string encode_session(const session_row& s) {
   return object_writer{}
     .str("type", "session")
     .str("session_id", s.session_id)
@@ -212,7 +212,7 @@ void export_decoder::line(std::string_view text) {
 
   std::string type = f.str("type");
   if (type == "session") {
-    session_record s;
+    session_row s;
     s.session_id = f.id("session_id");
     if (!session_ids_.insert(s.session_id).second)
       throw export_damaged(line_no_, "session " + s.session_id + " appears twice");

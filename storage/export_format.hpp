@@ -48,7 +48,7 @@ struct export_counts {
 
 // Each returns one line without its newline.
 std::string encode_header(const export_header& h);
-std::string encode_session(const session_record& s);
+std::string encode_session(const session_row& s);
 std::string encode_run(const run_row& r);
 std::string encode_delta(const std::string& run_id, const seq_row& d);
 std::string encode_event(const std::string& run_id, const seq_row& e);
@@ -61,7 +61,7 @@ struct export_run {
 
 struct export_bundle {
   export_header header;
-  std::vector<session_record> sessions;
+  std::vector<session_row> sessions;
   std::vector<export_run> runs;
   export_counts counts;
 };

@@ -1,4 +1,4 @@
-// Rows of the event log as the log tools carry them (storage/FORMAT.md
+// Rows of the event log as the daemon and the log tools carry them (storage/FORMAT.md
 // describes every column). Text columns holding JSON (config, history,
 // result, event bodies) stay the exact stored text.
 #pragma once
@@ -21,12 +21,14 @@ struct run_row {
   std::optional<double> pruned_at;
 };
 
-struct session_record {
+// A row of `sessions`, as the daemon writes it and the tools read it.
+struct session_row {
   std::string session_id;
   double created_at = 0;
   double last_used_at = 0;
   std::string config = "{}";  // JSON object text
   std::string history = "[]"; // JSON array text
+  bool history_known = true;  // writing: false keeps the stored history (a dormant session has not loaded it)
   int64_t message_count = 0;
   bool destroyed = false;
 };

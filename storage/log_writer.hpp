@@ -4,6 +4,8 @@
 // status arrive together with its last events.
 #pragma once
 
+#include "storage/log_rows.hpp"
+
 #include <SQLiteCpp/SQLiteCpp.h>
 
 #include <cstdint>
@@ -23,17 +25,6 @@ struct writer_options {
   // fsyncs) every 1000 pages. The daemon turns it off and checkpoints from
   // its own connection instead, off the commit path.
   bool checkpoint_on_commit = true;
-};
-
-struct session_row {
-  std::string session_id;
-  double created_at = 0;
-  double last_used_at = 0;
-  std::string config;  // JSON object
-  std::string history; // JSON array
-  bool history_known = true; // false: keep the stored history (a dormant session has not loaded it)
-  int64_t message_count = 0;
-  bool destroyed = false;
 };
 
 class log_writer {

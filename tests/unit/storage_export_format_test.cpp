@@ -15,7 +15,7 @@ std::vector<std::string> sample_lines() {
   h.source = "/tmp/events.db";
   h.sessions = 1;
   h.runs = 1;
-  session_record s;
+  session_row s;
   s.session_id = "s1";
   s.created_at = 1718000000.5;
   s.last_used_at = 1718000100.25;
