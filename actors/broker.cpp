@@ -31,8 +31,10 @@ void forward(broker_actor* self, const reply_to& to, const caf::actor& dest, Ts&
 }
 
 session_links links_for_sessions(broker_actor* self) {
+  const auto& settings = *self->state.settings;
   return session_links{caf::actor_cast<caf::actor>(self), self->state.links.writer,
-                       self->state.links.readers.front(), self->state.settings->db_path};
+                       self->state.links.readers.front(), settings.db_path,
+                       settings.default_harness, settings.native};
 }
 
 caf::actor session_for(broker_actor* self, const std::string& id) {
@@ -406,6 +408,9 @@ caf::behavior broker_behavior(broker_actor* self, int listen_fd,
     [=](cancel_atom, const std::string& session_id, const std::string& reason) {
       for (auto& q : self->state.questions.take_all([&](const question& q) { return q.session_id == session_id; }))
         settle_unanswered(self, q, reason, false);
+    },
+    [=](withdraw_atom, const std::string& run_id, const std::string& reason) {
+      withdraw_questions(self, run_id, reason);
     },
     [=](run_end_atom, const std::string& run_id) {
       for (auto& q : self->state.questions.take_all([&](const question& q) { return q.run_id == run_id; }))

@@ -80,6 +80,19 @@ void settle_unanswered(broker_actor* self, question& q, const std::string& reaso
   }
 }
 
+// A person answered at the TUI itself: what they chose is theirs to know;
+// the log says the question is closed and why, and the asker stands down.
+void withdraw_questions(broker_actor* self, const std::string& run_id, const std::string& reason) {
+  for (auto& q : self->state.questions.take_all([&](const question& q) {
+         return q.run_id == run_id && q.what == question::kind::terminal_approval;
+       })) {
+    json event = resolved_event(q.id, "", reason);
+    event["choice"] = nullptr;
+    emit(self, q.run_id, event);
+    q.answer.deliver(std::string());
+  }
+}
+
 caf::response_promise open_question(broker_actor* self, question::kind what,
                                     const std::string& run_id, const std::string& session_id,
                                     const std::string& request_json, int64_t timeout_ms) {

@@ -109,6 +109,7 @@ caf::response_promise open_question(broker_actor* self, question::kind what,
 void open_gateway_question(broker_actor* self, const std::string& run_id,
                            const std::string& session_id, const std::string& request_json,
                            int64_t timeout_ms);
+void withdraw_questions(broker_actor* self, const std::string& run_id, const std::string& reason);
 void settle_unanswered(broker_actor* self, question& q, const std::string& reason, bool timed_out);
 void approval_respond(broker_actor* self, const reply_to& to, const protocol::json& req);
 void compression_respond(broker_actor* self, const reply_to& to, const protocol::json& req);

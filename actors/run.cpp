@@ -56,6 +56,10 @@ public:
                    static_cast<int64_t>(millis(timeout_s).count()));
   }
 
+  void withdraw_questions(std::string reason) override {
+    caf::anon_send(broker_, withdraw_atom::value, run_id_, std::move(reason));
+  }
+
 private:
   template <class Atom, class OnAnswer>
   void ask(Atom what, std::string request, double timeout_s, OnAnswer on_answer) {

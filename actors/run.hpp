@@ -11,7 +11,7 @@
 #include <string>
 
 namespace hb::bridge {
-class agent_session;
+class agent_host;
 }
 
 namespace hb::actors {
@@ -29,7 +29,7 @@ struct run_spec {
   std::string session_id;
   std::string request; // the chat request, JSON
   std::string carried_steer; // steered while idle: given to this turn once armed
-  std::shared_ptr<bridge::agent_session> agent;
+  std::shared_ptr<bridge::agent_host> agent;
   caf::actor session;
   caf::actor broker;
   caf::actor writer;

@@ -4,6 +4,7 @@
 #include "actors/responses.hpp"
 #include "actors/run.hpp"
 #include "bridge/python/embedded_agent.hpp"
+#include "bridge/tmux/native_session.hpp"
 #include "protocol/json_text.hpp"
 #include "protocol/request.hpp"
 
@@ -11,6 +12,8 @@
 #include <iostream>
 
 #include <atomic>
+#include <climits>
+#include <cstdlib>
 #include <map>
 #include <tuple>
 
@@ -19,7 +22,7 @@ namespace hb::actors {
 using protocol::error_line;
 using protocol::json;
 using protocol::object_writer;
-using agent_ptr = std::shared_ptr<bridge::agent_session>;
+using agent_ptr = std::shared_ptr<bridge::agent_host>;
 // (ok, payload or error type, error message): how blocking calls report.
 using call_outcome = std::tuple<bool, std::string, std::string>;
 
@@ -49,6 +52,8 @@ struct session_state {
   double last_used_at = 0;
   std::string config = "{}";
   std::string profile, model, provider;
+  std::string harness = "embedded"; // or "native": the hermes TUI in tmux
+  std::string workspace;            // native sessions: where the TUI runs
   std::string history = "[]";
   int64_t message_count = 0;
   // Steers accepted while idle: clear_interrupt() before the next turn would
@@ -80,6 +85,9 @@ std::string session_entry(const session_state& st, bool with_exists) {
     .number("last_used_at", st.last_used_at)
     .integer("message_count", st.message_count)
     .raw("config", st.config);
+  // Native sessions only: embedded ones answer exactly as the seed does.
+  if (std::string live = st.agent ? st.agent->live_status() : std::string(); !live.empty())
+    w.raw("native", live);
   return w.finish();
 }
 
@@ -91,13 +99,19 @@ void persist(session_actor* self) {
              st.config, st.history_loaded, st.history, st.message_count, st.destroyed);
 }
 
-void release_agent(session_actor* self) {
+// `close` also ends what the agent runs outside the daemon (a native
+// session's tmux server): on destroy and replacement, not on idle collection.
+void release_agent(session_actor* self, bool close = false) {
   if (auto agent = std::move(self->state.agent))
-    blocking_detach(self, [agent]() mutable { agent.reset(); });
+    blocking_detach(self, [agent, close]() mutable {
+      if (close)
+        agent->close();
+      agent.reset();
+    });
 }
 
 void finish_destroy(session_actor* self) {
-  release_agent(self);
+  release_agent(self, true);
   for (auto& rp : self->state.draining)
     rp.deliver(true);
   self->quit();
@@ -158,6 +172,13 @@ void adopt_config(session_state& st, const std::string& config) {
   st.profile = text("profile");
   st.model = text("model");
   st.provider = text("provider");
+  st.harness = text("harness") == "native" ? "native" : "embedded";
+  st.workspace = text("workspace");
+}
+
+std::string real_path(const std::string& path) {
+  char buffer[PATH_MAX];
+  return ::realpath(path.c_str(), buffer) ? std::string(buffer) : path;
 }
 
 std::string resumed_config(const std::string& config, int64_t message_count) {
@@ -198,16 +219,35 @@ void start_with_history(session_actor* self, chat_plan plan, caf::response_promi
       });
 }
 
-void build_then_start(session_actor* self, std::string profile, std::string model,
-                      std::string provider, chat_plan plan, caf::response_promise rp) {
+// What a session's agent is built from.
+struct agent_recipe {
+  std::string profile, model, provider;
+  std::string harness, workspace;
+};
+
+void build_then_start(session_actor* self, agent_recipe recipe, chat_plan plan,
+                      caf::response_promise rp) {
   auto built = std::make_shared<agent_ptr>();
   std::string id = self->state.id;
   bool resume = self->state.dormant;
+  auto native = self->state.links.native;
+  // Like the seed, a session whose config changed is replaced: the old agent
+  // goes whether or not the new one can be built, and before it is built (a
+  // native TUI's tmux socket is reused by its replacement).
+  auto old = std::move(self->state.agent);
   blocking_call(self,
-                [=]() -> call_outcome {
+                [=]() mutable -> call_outcome {
+                  if (old) {
+                    old->close();
+                    old.reset();
+                  }
                   std::string config;
                   try {
-                    *built = bridge::agent_session::create(id, profile, model, provider, config);
+                    if (recipe.harness == "native")
+                      *built = bridge::native_session::create(id, recipe.workspace, *native, config);
+                    else
+                      *built = bridge::agent_session::create(id, recipe.profile, recipe.model,
+                                                             recipe.provider, config);
                     return {true, config, ""};
                   } catch (const protocol::wire_error& e) {
                     return {false, e.type, e.what()};
@@ -216,15 +256,15 @@ void build_then_start(session_actor* self, std::string profile, std::string mode
     .then(
       [=](bool ok, std::string& config_or_type, std::string& message) mutable {
         auto& st = self->state;
-        // Like the seed, a session whose config changed is replaced: the
-        // old agent goes whether or not the new one can be built.
-        release_agent(self);
         if (!ok || st.destroyed) {
           st.busy = false;
           if (!resume)
             st.created = false; // a dormant session stays listed and resumable
           if (auto agent = std::move(*built))
-            blocking_detach(self, [agent]() mutable { agent.reset(); });
+            blocking_detach(self, [agent]() mutable {
+              agent->close();
+              agent.reset();
+            });
           rp.deliver(ok ? error_line("RuntimeError", "session " + id + " was destroyed")
                         : error_line(config_or_type, message),
                      st.created);
@@ -268,11 +308,23 @@ void on_chat(session_actor* self, const std::string& request, caf::response_prom
   chat_plan plan;
   plan.request = request;
   json req = json::parse(request);
-  std::string profile, model, provider;
+  agent_recipe recipe;
+  auto& [profile, model, provider, harness, workspace] = recipe;
   try {
     profile = protocol::field_str(req, "profile");
     model = protocol::py_strip(protocol::field_str(req, "model"));
     provider = protocol::py_strip(protocol::field_str(req, "provider"));
+    harness = protocol::py_lower(protocol::py_strip(protocol::field_str(req, "harness")));
+    if (harness.empty())
+      harness = st.created ? st.harness : st.links.default_harness;
+    if (harness != "embedded" && harness != "native")
+      throw protocol::value_error("harness must be 'embedded' or 'native', not '" + harness + "'");
+    workspace = protocol::field_str(req, "workspace");
+    if (!workspace.empty()) {
+      if (harness != "native")
+        throw protocol::value_error("workspace applies to native sessions only (add \"harness\": \"native\")");
+      workspace = real_path(workspace);
+    }
     plan.wait = protocol::field_truthy(req, "wait");
     if (plan.wait)
       plan.timeout = protocol::field_float(req, "timeout");
@@ -308,17 +360,24 @@ void on_chat(session_actor* self, const std::string& request, caf::response_prom
     st.busy = true;
     return start_run(self, std::move(plan), rp);
   }
-  bool changed = (!profile.empty() && profile != st.profile) || (!model.empty() && model != st.model) ||
-                 (!provider.empty() && provider != st.provider);
-  if (st.dormant && !changed) {
-    // Rebuilt as it was: same profile, model and provider.
-    profile = st.profile;
-    model = st.model;
-    provider = st.provider;
+  bool changed = st.created && harness != st.harness;
+  if (harness == "native") // the TUI has its own model and profile
+    changed = changed || (!workspace.empty() && workspace != st.workspace);
+  else
+    changed = changed || (!profile.empty() && profile != st.profile) || (!model.empty() && model != st.model) ||
+              (!provider.empty() && provider != st.provider);
+  if (st.created && !changed) {
+    // Rebuilt (after a restart, idle collection or a TUI that exited) as it was.
+    if (st.dormant || !st.agent || !st.agent->usable()) {
+      profile = st.profile;
+      model = st.model;
+      provider = st.provider;
+    }
+    workspace = st.workspace;
   }
   st.busy = true;
-  if (!st.agent || changed)
-    build_then_start(self, profile, model, provider, std::move(plan), rp);
+  if (!st.agent || changed || !st.agent->usable())
+    build_then_start(self, std::move(recipe), std::move(plan), rp);
   else
     start_run(self, std::move(plan), rp);
 }
@@ -387,7 +446,7 @@ void on_interrupt(session_actor* self, const std::string& message, caf::response
     return rp.deliver(interrupted_line(st.id, true));
   with_agent(
     self, rp,
-    [message](bridge::agent_session& agent) {
+    [message](bridge::agent_host& agent) {
       agent.interrupt(message);
       return std::string();
     },
@@ -408,7 +467,7 @@ void on_steer(session_actor* self, const std::string& text, caf::response_promis
     return rp.deliver(steer_line(false, text));
   with_agent(
     self, rp,
-    [text](bridge::agent_session& agent) { return std::string(agent.steer(text) ? "yes" : ""); },
+    [text](bridge::agent_host& agent) { return std::string(agent.steer(text) ? "yes" : ""); },
     [self, text](const std::string& accepted, caf::response_promise& rp) {
       auto& st = self->state;
       if (!accepted.empty() && !st.busy)

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "actors/vocabulary.hpp"
+#include "bridge/tmux/native_session.hpp"
 #include "storage/log_writer.hpp"
 
 #include <caf/actor.hpp>
@@ -19,6 +20,8 @@ struct session_links {
   caf::actor writer;
   caf::actor reader;
   std::string db_path; // replays read recorded runs from it
+  std::string default_harness = "embedded"; // for new sessions that name none
+  std::shared_ptr<const bridge::native_options> native;
 };
 
 caf::actor spawn_session(caf::actor_system& sys, const std::string& session_id,

@@ -3,10 +3,13 @@
 // process behind CAF's middleman without changing a handler.
 #pragma once
 
+#include "bridge/tmux/native_session.hpp"
+
 #include <caf/atom.hpp>
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace hb::actors {
@@ -46,6 +49,7 @@ using approval_atom = caf::atom_constant<caf::atom("approval")>;
 using gateway_atom = caf::atom_constant<caf::atom("gateway")>;
 using compress_atom = caf::atom_constant<caf::atom("compress")>;
 using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
+using withdraw_atom = caf::atom_constant<caf::atom("withdraw")>;
 using run_end_atom = caf::atom_constant<caf::atom("run_end")>;
 using deadline_atom = caf::atom_constant<caf::atom("deadline")>;
 // broker housekeeping
@@ -75,6 +79,8 @@ struct daemon_settings {
   double retain_days = 30;
   int64_t retain_mb = 4096;
   std::chrono::milliseconds prune_interval{60'000};
+  std::string default_harness = "embedded"; // serve --harness
+  std::shared_ptr<const bridge::native_options> native; // how native sessions are hosted
 };
 
 double now_seconds();

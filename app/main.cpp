@@ -77,6 +77,11 @@ struct serve_flags {
   double retain_days = 30;
   int64_t retain_mb = 4096;
   double prune_interval_s = 60;
+  std::string harness = "embedded";
+  std::string hermes_bin = "hermes";
+  std::string native_dir = hb::bridge::default_native_runtime_dir();
+  double native_confirm_s = 12;
+  double approval_timeout_s = 60;
 };
 
 using hb::actors::log_event;
@@ -92,6 +97,19 @@ void report_background_check(const std::string& path, const std::string& verdict
 int refuse_to_start(std::string_view message) {
   log_event(log_level::error, "daemon.start_failed", message);
   return 1;
+}
+
+std::shared_ptr<const hb::bridge::native_options> native_options_from(const serve_flags& flags,
+                                                                      const std::string& home) {
+  auto options = std::make_shared<hb::bridge::native_options>();
+  options->hermes_bin = flags.hermes_bin;
+  options->runtime_dir = absolute(flags.native_dir);
+  options->hermes_home = home;
+  const char* state_db = std::getenv("HERMES_STATE_DB");
+  options->state_db = state_db && *state_db ? absolute(state_db) : home + "/state.db";
+  options->confirm_timeout = std::chrono::milliseconds(static_cast<int64_t>(flags.native_confirm_s * 1000));
+  options->approval_timeout_s = flags.approval_timeout_s;
+  return options;
 }
 
 int run_serve(const serve_flags& flags, int ready_fd) {
@@ -127,9 +145,17 @@ int run_serve(const serve_flags& flags, int ready_fd) {
   try {
     settings.agent_root = hb::bridge::python_runtime::start(flags.agent_root, home);
   } catch (const hb::protocol::wire_error& e) {
-    return refuse_to_start(e.type + ": " + e.what());
+    // A daemon that hosts the TUI needs no embedded hermes-agent; embedded
+    // chats then fail with this reason instead.
+    if (flags.harness != "native")
+      return refuse_to_start(e.type + ": " + e.what());
+    hb::bridge::python_runtime::mark_unavailable(e.type + ": " + e.what());
+    settings.agent_root = "None";
+    log_event(log_level::warn, "agent.unavailable", "embedded sessions are disabled", {{"reason", e.what()}});
   }
   hb::bridge::python_runtime::release_main_thread();
+  settings.default_harness = flags.harness;
+  settings.native = native_options_from(flags, home);
 
   int listen_fd = -1;
   bool activated = false;
@@ -215,6 +241,30 @@ int main(int argc, char** argv) {
     ->capture_default_str();
   serve->add_option("--hermes-home", flags.hermes_home, "Hermes home (config.yaml, .env, state.db, profiles/)")
     ->envname("HERMES_HOME")
+    ->capture_default_str();
+  serve->add_option("--harness", flags.harness,
+                    "how new sessions host their agent unless a chat names one: embedded (hermes-agent "
+                    "in this process) or native (the hermes TUI in a private tmux server)")
+    ->envname("HERMES_BRIDGE_HARNESS")
+    ->check(CLI::IsMember({"embedded", "native"}))
+    ->capture_default_str();
+  serve->add_option("--hermes-bin", flags.hermes_bin, "the hermes TUI that native sessions run")
+    ->envname("HERMES_BIN")
+    ->capture_default_str();
+  serve->add_option("--native-dir", flags.native_dir,
+                    "owner-only directory for native sessions' tmux sockets")
+    ->envname("HERMES_BRIDGE_NATIVE_DIR")
+    ->capture_default_str();
+  serve->add_option("--native-confirm-s", flags.native_confirm_s,
+                    "seconds to wait for Hermes to store a pasted message before pasting it once more")
+    ->envname("HERMES_BRIDGE_NATIVE_CONFIRM_S")
+    ->check(CLI::PositiveNumber)
+    ->capture_default_str();
+  serve->add_option("--native-approval-timeout-s", flags.approval_timeout_s,
+                    "seconds a native session's Dangerous Command prompt waits for a client before "
+                    "it is denied")
+    ->envname("HERMES_BRIDGE_NATIVE_APPROVAL_TIMEOUT")
+    ->check(CLI::PositiveNumber)
     ->capture_default_str();
   serve->add_option("--db", flags.db, "event log file (default: <hermes-home>/hermes-bridge/events.db)")
     ->envname("HERMES_BRIDGE_DB");

@@ -19,6 +19,11 @@ extern const std::size_t embedded_module_count;
 
 namespace {
 
+std::string& unavailable_reason() {
+  static std::string reason; // set once, before any actor exists
+  return reason;
+}
+
 py::object& adapter() {
   static py::object module; // lives until the process exits; never finalized
   return module;
@@ -107,6 +112,10 @@ std::string python_runtime::start(const std::string& agent_root, const std::stri
   }
 }
 
+void python_runtime::mark_unavailable(std::string reason) {
+  unavailable_reason() = std::move(reason);
+}
+
 void python_runtime::release_main_thread() {
   PyEval_SaveThread(); // the GIL is taken per call from now on
 }
@@ -134,6 +143,9 @@ std::shared_ptr<agent_session> agent_session::create(const std::string& session_
                                                      const std::string& model,
                                                      const std::string& provider,
                                                      std::string& config_json) {
+  if (!unavailable_reason().empty())
+    throw protocol::runtime_error("embedded sessions are unavailable (this daemon serves native ones): " +
+                                  unavailable_reason());
   py::gil_scoped_acquire gil;
   try {
     py::tuple made = adapter().attr("create_session")(session_id, profile, model, provider);

@@ -4,6 +4,7 @@
 // actors or threads, never from the CAF scheduler.
 #pragma once
 
+#include "bridge/agent_host.hpp"
 #include "protocol/wire_error.hpp"
 
 #include <functional>
@@ -11,20 +12,6 @@
 #include <string>
 
 namespace hb::bridge {
-
-// Where a running turn reports. Implemented by the actor layer; called on
-// hermes-agent's threads (stream workers, the turn thread) without the GIL.
-class turn_sink {
-public:
-  virtual ~turn_sink() = default;
-  virtual void delta(std::string text) = 0;
-  virtual void event(std::string json) = 0;
-  // Block until a client answers or the deadline passes; return the answer.
-  virtual std::string ask_approval(std::string request_json, double timeout_s) = 0;
-  virtual std::string ask_compression(std::string request_json, double timeout_s) = 0;
-  // The gateway path: hermes-agent waits by itself, we only announce it.
-  virtual void gateway_notify(std::string request_json, double timeout_s) = 0;
-};
 
 // The process's one interpreter. start() runs on the main thread before any
 // actor exists; afterwards the main thread holds no GIL.
@@ -36,11 +23,14 @@ public:
   // Finalizing with agent threads alive can hang: the interpreter is never
   // finalized, the daemon exits without it.
   static void release_main_thread();
+  // start() failed and the daemon serves native sessions only: embedded
+  // chats fail with `reason`.
+  static void mark_unavailable(std::string reason);
 };
 
 // One AIAgent. Destroying it takes the GIL, so drop the last reference off
 // the scheduler too.
-class agent_session {
+class agent_session final : public agent_host {
 public:
   // Builds the agent; config_json receives the session's config object.
   static std::shared_ptr<agent_session> create(const std::string& session_id,
@@ -48,15 +38,12 @@ public:
                                                const std::string& model,
                                                const std::string& provider,
                                                std::string& config_json);
-  ~agent_session();
+  ~agent_session() override;
 
-  // Clears a stale interrupt; after this returns, interrupt() stops the next turn.
-  void prepare_turn();
-  // Runs one turn on the calling thread. Returns the adapter's outcome JSON
-  // ({status, result, error, history}); never throws.
-  std::string run_turn(const std::shared_ptr<turn_sink>& sink, const std::string& request_json);
-  void interrupt(const std::string& message_json); // throws protocol::wire_error
-  bool steer(const std::string& text);             // throws protocol::wire_error
+  void prepare_turn() override;
+  std::string run_turn(const std::shared_ptr<turn_sink>& sink, const std::string& request_json) override;
+  void interrupt(const std::string& message_json) override;
+  bool steer(const std::string& text) override;
 
   struct impl;
 

@@ -1,0 +1,54 @@
+// What the actors see of a session's agent, whichever way it is hosted:
+// embedded in this process (bridge/python) or the hermes TUI in a private
+// tmux server (bridge/tmux). Every call may block: call them from detached
+// actors or threads, never from the CAF scheduler.
+#pragma once
+
+#include <memory>
+#include <string>
+
+namespace hb::bridge {
+
+// Where a running turn reports. Implemented by the actor layer; called on
+// the host's threads (hermes-agent's stream workers, the turn thread, the
+// native harness's poller).
+class turn_sink {
+public:
+  virtual ~turn_sink() = default;
+  virtual void delta(std::string text) = 0;
+  virtual void event(std::string json) = 0;
+  // Block until a client answers or the deadline passes; return the answer.
+  // An empty answer means the question was withdrawn (see below).
+  virtual std::string ask_approval(std::string request_json, double timeout_s) = 0;
+  virtual std::string ask_compression(std::string request_json, double timeout_s) = 0;
+  // The gateway path: hermes-agent waits by itself, we only announce it.
+  virtual void gateway_notify(std::string request_json, double timeout_s) = 0;
+  // Questions of this run were answered elsewhere (a person at the TUI):
+  // they are settled with `reason` and their askers get an empty answer.
+  virtual void withdraw_questions(std::string reason) = 0;
+};
+
+class agent_host {
+public:
+  virtual ~agent_host() = default;
+  // Clears a stale interrupt; after this returns, interrupt() stops the next turn.
+  virtual void prepare_turn() = 0;
+  // Runs one turn on the calling thread. Returns the outcome JSON
+  // ({status, result, error, history}); never throws.
+  virtual std::string run_turn(const std::shared_ptr<turn_sink>& sink,
+                               const std::string& request_json) = 0;
+  virtual void interrupt(const std::string& message_json) = 0; // throws protocol::wire_error
+  virtual bool steer(const std::string& text) = 0;             // throws protocol::wire_error
+  // False once the host can run no more turns (the TUI exited): the next
+  // chat builds a new one.
+  virtual bool usable() const { return true; }
+  // Live facts for `status` as a JSON object, or empty for none. Cheap and
+  // non-blocking: the session actor calls it on the scheduler.
+  virtual std::string live_status() const { return {}; }
+  // Ends what lives outside this process (the tmux server). Called when the
+  // session is destroyed or replaced, not when it is idle-collected or the
+  // daemon stops: those leave a native TUI running to re-attach to.
+  virtual void close() {}
+};
+
+} // namespace hb::bridge

@@ -1,0 +1,60 @@
+// A native session: the real `hermes` TUI running in a private tmux server,
+// driven the way a person would (paste, Enter, Escape, the digit of an
+// approval choice), its output mirrored from Hermes' own state.db. The tmux
+// server outlives this object and the daemon; only close() ends it.
+#pragma once
+
+#include "bridge/agent_host.hpp"
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+namespace hb::bridge {
+
+struct native_options {
+  std::string hermes_bin = "hermes"; // a name looked up on PATH, or a path
+  std::string runtime_dir;           // owner-only root of the per-session tmux dirs
+  std::string hermes_home;           // the TUI's HERMES_HOME
+  std::string state_db;              // Hermes' state.db as the TUI will write it
+  std::chrono::milliseconds confirm_timeout{12'000}; // per delivery, before re-delivering once
+  std::chrono::milliseconds settle_timeout{30'000};  // waiting for a quiet pane before pasting
+  std::chrono::milliseconds interrupt_grace{3'000};  // Escape sent, no final row: the turn ends
+  double approval_timeout_s = 60;
+  int width = 160;
+  int height = 48;
+};
+
+// The per-user default root: $XDG_RUNTIME_DIR/hermes-bridge/native, else
+// $TMPDIR (or /tmp)/hermes-bridge-<uid>/native.
+std::string default_native_runtime_dir();
+
+class native_session final : public agent_host {
+public:
+  // Launches the TUI in `workspace` (empty: $HOME), or re-attaches to the
+  // session's tmux server when it still runs. Throws protocol::wire_error
+  // (FileNotFoundError for a missing hermes or tmux, ValueError for a bad
+  // workspace, RuntimeError when tmux fails). config_json receives the
+  // session's config: harness, workspace, tmux socket and target.
+  static std::shared_ptr<native_session> create(const std::string& session_id,
+                                                const std::string& workspace,
+                                                const native_options& options,
+                                                std::string& config_json);
+  ~native_session() override;
+
+  void prepare_turn() override;
+  std::string run_turn(const std::shared_ptr<turn_sink>& sink, const std::string& request_json) override;
+  void interrupt(const std::string& message_json) override;
+  bool steer(const std::string& text) override;
+  bool usable() const override;
+  std::string live_status() const override;
+  void close() override;
+
+  struct impl;
+
+private:
+  explicit native_session(std::unique_ptr<impl> p);
+  std::unique_ptr<impl> impl_;
+};
+
+} // namespace hb::bridge

@@ -1,0 +1,221 @@
+#include "bridge/tmux/pane_text.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <regex>
+#include <sstream>
+
+namespace hb::bridge {
+
+namespace {
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::string line;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '\r' || c == '\n') {
+      lines.push_back(line);
+      line.clear();
+      if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n')
+        ++i;
+    } else {
+      line += c;
+    }
+  }
+  lines.push_back(line);
+  return lines;
+}
+
+std::string strip(const std::string& s) {
+  size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b])))
+    ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1])))
+    --e;
+  return s.substr(b, e - b);
+}
+
+size_t code_points(const std::string& s) {
+  return static_cast<size_t>(std::count_if(s.begin(), s.end(), [](char c) {
+    return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  }));
+}
+
+std::string first_code_points(const std::string& s, size_t n) {
+  size_t seen = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80 && seen++ == n)
+      return s.substr(0, i);
+  }
+  return s;
+}
+
+std::string lower(std::string s) {
+  for (auto& c : s)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// Box-drawing borders and selection marks around a panel line.
+std::string unboxed(const std::string& line) {
+  static const char* marks[] = {"│", "┃", "║", "❯", "›", ">", "|"};
+  std::string s = strip(line);
+  for (bool again = true; again;) {
+    again = false;
+    for (const char* m : marks) {
+      std::string mark(m);
+      if (s.compare(0, mark.size(), mark) == 0) {
+        s = strip(s.substr(mark.size()));
+        again = true;
+      }
+      if (s.size() >= mark.size() && s.compare(s.size() - mark.size(), mark.size(), mark) == 0) {
+        s = strip(s.substr(0, s.size() - mark.size()));
+        again = true;
+      }
+    }
+  }
+  return s;
+}
+
+std::string choice_for_label(const std::string& label) {
+  std::string l = lower(label);
+  if (l == "allow once")
+    return "once";
+  if (l == "allow for this session")
+    return "session";
+  if (l == "add to permanent allowlist")
+    return "always";
+  return "deny";
+}
+
+std::string cap(std::string s, size_t bytes) {
+  if (s.size() <= bytes)
+    return s;
+  s.resize(bytes);
+  while (!s.empty() && (static_cast<unsigned char>(s.back()) & 0xC0) == 0x80)
+    s.pop_back(); // never end inside a UTF-8 sequence
+  if (!s.empty() && (static_cast<unsigned char>(s.back()) & 0x80))
+    s.pop_back();
+  return s;
+}
+
+std::optional<approval_prompt> parse_panel(const std::vector<std::string>& lines, size_t title) {
+  static const std::regex choice_re(
+    R"((\d)\.\s*(Allow once|Allow for this session|Add to permanent allowlist|Deny))",
+    std::regex::icase);
+  approval_prompt prompt;
+  std::string preview;
+  bool in_choices = false;
+  for (size_t i = title + 1; i < lines.size(); ++i) {
+    std::smatch m;
+    if (std::regex_search(lines[i], m, choice_re)) {
+      in_choices = true;
+      prompt.options.push_back({choice_for_label(m[2].str()), m[1].str()});
+    } else if (!in_choices) {
+      std::string part = unboxed(lines[i]);
+      bool border = part.find("──") != std::string::npos || part.find("━━") != std::string::npos;
+      if (!part.empty() && !border)
+        preview += (preview.empty() ? "" : " ") + part;
+    } else if (!unboxed(lines[i]).empty() && unboxed(lines[i]).find("──") == std::string::npos &&
+               lower(lines[i]).find("show full command") == std::string::npos) {
+      break; // the panel ended
+    }
+  }
+  auto has = [&](const char* choice) {
+    return std::any_of(prompt.options.begin(), prompt.options.end(),
+                       [&](const auto& o) { return o.choice == choice; });
+  };
+  if (!has("once") || !has("deny"))
+    return std::nullopt;
+  prompt.preview = cap(preview, 1024);
+  return prompt;
+}
+
+} // namespace
+
+std::string paste_payload(const std::string& text) {
+  std::string out;
+  out.reserve(text.size() + 1);
+  for (size_t i = 0; i < text.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == '\r') {
+      out += '\r';
+      if (i + 1 < text.size() && text[i + 1] == '\n')
+        ++i;
+    } else if (c == '\n') {
+      out += '\r';
+    } else if (c == '\t' || c >= 0x20) {
+      out += static_cast<char>(c);
+    } // other control bytes are dropped
+  }
+  return out;
+}
+
+std::string commit_needle(const std::string& text) {
+  std::string fallback;
+  std::string chosen;
+  for (const auto& line : split_lines(text)) {
+    std::string s = strip(line);
+    if (!s.empty())
+      fallback = s;
+    if (code_points(s) >= 4)
+      chosen = s;
+  }
+  return first_code_points(chosen.empty() ? fallback : chosen, 24);
+}
+
+std::string normalized_message(const std::string& text) {
+  std::string out;
+  auto lines = split_lines(text);
+  for (size_t i = 0; i < lines.size(); ++i)
+    out += (i ? "\n" : "") + lines[i];
+  return strip(out);
+}
+
+std::string approval_prompt::key_for(const std::string& choice) const {
+  std::string deny_key;
+  for (const auto& o : options) {
+    if (o.choice == choice)
+      return o.key;
+    if (o.choice == "deny")
+      deny_key = o.key;
+  }
+  return deny_key;
+}
+
+std::vector<std::string> approval_prompt::choices() const {
+  std::vector<std::string> out;
+  for (const auto& o : options)
+    out.push_back(o.choice);
+  return out;
+}
+
+std::optional<approval_prompt> parse_approval_prompt(const std::string& pane) {
+  auto lines = split_lines(pane);
+  // The newest prompt is the one that waits: search from the bottom.
+  for (size_t i = lines.size(); i-- > 0;) {
+    std::string l = lower(lines[i]);
+    if (l.find("choice [o/s/a/d]:") != std::string::npos) {
+      approval_prompt prompt;
+      prompt.legacy = true;
+      for (size_t j = i; j-- > 0;) {
+        auto at = lower(lines[j]).find("dangerous command:");
+        if (at != std::string::npos) {
+          prompt.preview = cap(strip(lines[j].substr(at + std::string("dangerous command:").size())), 1024);
+          break;
+        }
+      }
+      prompt.options = {{"once", "o"}, {"session", "s"}, {"always", "a"}, {"deny", "d"}};
+      // Pending while nothing is typed after it: an answer is echoed there.
+      std::string line = strip(lines[i]);
+      bool pending = !line.empty() && line.back() == ':';
+      return pending ? std::optional<approval_prompt>(prompt) : std::nullopt;
+    }
+    if (l.find("dangerous command") != std::string::npos && l.find("dangerous command:") == std::string::npos)
+      return parse_panel(lines, i);
+  }
+  return std::nullopt;
+}
+
+} // namespace hb::bridge

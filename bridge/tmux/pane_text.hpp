@@ -1,0 +1,45 @@
+// Pure text rules of driving the TUI through its pane: what a paste carries,
+// how to see that it arrived, and how to read a Dangerous Command prompt.
+// No tmux, no I/O: unit-tested on their own.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hb::bridge {
+
+// The bytes of a bracketed paste of `text`: every line break (CRLF, CR, LF)
+// becomes CR, tabs stay, other control bytes go (a stray ESC would end the
+// bracketed paste early and the rest would be typed as keys).
+std::string paste_payload(const std::string& text);
+
+// What must be visible in the pane before Enter is sent: the first 24
+// characters (code points) of the last line with at least 4 characters
+// after stripping, else of the last non-blank line. Empty for blank text.
+std::string commit_needle(const std::string& text);
+
+// The text Hermes stores for a submitted message, for comparing with a
+// state.db row: CRLF/CR as LF, surrounding whitespace stripped.
+std::string normalized_message(const std::string& text);
+
+// A Dangerous Command prompt as the pane shows it.
+struct approval_prompt {
+  struct option {
+    std::string choice; // the protocol's name: once, session, always, deny
+    std::string key;    // what to send: the digit, or the legacy letter
+  };
+  bool legacy = false;  // `Choice [o/s/a/D]:` line prompt: the key needs Enter
+  std::string preview;  // the command as shown, borders stripped, <= 1024 bytes
+  std::vector<option> options;
+
+  // The key for `choice`; deny's key when that choice is not offered.
+  std::string key_for(const std::string& choice) const;
+  std::vector<std::string> choices() const;
+};
+
+// Requires the title and, for the panel, numbered "Allow once" and "Deny"
+// rows; nullopt when no prompt shows.
+std::optional<approval_prompt> parse_approval_prompt(const std::string& pane);
+
+} // namespace hb::bridge

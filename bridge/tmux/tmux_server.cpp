@@ -1,0 +1,120 @@
+#include "bridge/tmux/tmux_server.hpp"
+
+#include "protocol/wire_error.hpp"
+
+#include <atomic>
+
+namespace hb::bridge {
+
+namespace {
+
+constexpr std::chrono::seconds tmux_deadline{10};
+
+std::string trimmed(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' '))
+    text.pop_back();
+  return text;
+}
+
+} // namespace
+
+std::string shell_quote(const std::string& word) {
+  std::string out = "'";
+  for (char c : word) {
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out += c;
+  }
+  return out + "'";
+}
+
+tmux_server::tmux_server(std::string tmux_bin, std::string socket_path, std::string target)
+  : tmux_(std::move(tmux_bin)), socket_(std::move(socket_path)), target_(std::move(target)) {}
+
+std::string tmux_server::attach_command() const {
+  return "tmux -S " + shell_quote(socket_) + " attach -t " + target_;
+}
+
+process_result tmux_server::run(std::vector<std::string> args, const std::string& input,
+                                const process_env& env) const {
+  std::vector<std::string> argv{tmux_, "-S", socket_, "-f", "/dev/null"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  process_env with = env;
+  with.unset.push_back("TMUX"); // a daemon started from inside tmux must not nest into it
+  try {
+    return run_process(argv, input, tmux_deadline, with);
+  } catch (const std::exception& e) {
+    throw protocol::runtime_error(std::string("cannot run tmux: ") + e.what());
+  }
+}
+
+process_result tmux_server::checked(std::vector<std::string> args, const std::string& input,
+                                    const process_env& env) const {
+  auto result = run(std::move(args), input, env);
+  if (result.timed_out)
+    throw protocol::runtime_error("tmux command timed out after 10s");
+  if (result.exit_code != 0)
+    throw protocol::runtime_error("tmux command failed (rc=" + std::to_string(result.exit_code) +
+                                  "): " + trimmed(result.err));
+  return result;
+}
+
+void tmux_server::launch(const std::string& workspace, const std::vector<std::string>& command,
+                         const process_env& env, int width, int height) const {
+  std::string shell_command = "exec";
+  for (const auto& word : command)
+    shell_command += " " + shell_quote(word);
+  std::string size = std::to_string(width) + "x" + std::to_string(height);
+  // One client invocation. history-limit only applies to panes created
+  // after it, so it comes first; window options need the session to exist.
+  checked({"set-option", "-g", "history-limit", "100000", ";",
+           "new-session", "-d", "-s", target_, "-x", std::to_string(width), "-y",
+           std::to_string(height), "-c", workspace, shell_command, ";",
+           "set-option", "-g", "default-size", size, ";",
+           "set-option", "-g", "window-size", "manual", ";",
+           "set-option", "-sg", "escape-time", "0", ";",
+           "set-option", "-g", "status", "off", ";",
+           "set-option", "-g", "prefix", "None", ";",
+           "set-option", "-g", "prefix2", "None", ";",
+           "unbind-key", "-a", "-T", "prefix"},
+          {}, env);
+}
+
+bool tmux_server::alive() const {
+  try {
+    auto result = run({"has-session", "-t", target_});
+    return result.exit_code == 0;
+  } catch (const protocol::wire_error&) {
+    return false;
+  }
+}
+
+std::string tmux_server::capture() const {
+  return checked({"capture-pane", "-p", "-J", "-t", target_}).out;
+}
+
+void tmux_server::send_keys(const std::vector<std::string>& keys) const {
+  std::vector<std::string> args{"send-keys", "-t", target_};
+  args.insert(args.end(), keys.begin(), keys.end());
+  checked(std::move(args));
+}
+
+void tmux_server::paste(const std::string& bytes) const {
+  // A buffer per paste: a steer and a turn's message may be pasted into
+  // different sessions' servers at once, never share a name by accident.
+  static std::atomic<uint64_t> counter{0};
+  std::string buffer = "hermes-bridge-" + std::to_string(++counter);
+  checked({"load-buffer", "-b", buffer, "-"}, bytes);
+  checked({"paste-buffer", "-p", "-d", "-b", buffer, "-t", target_});
+}
+
+void tmux_server::kill() const noexcept {
+  try {
+    run({"kill-server"});
+  } catch (...) {
+    // Nothing left to stop.
+  }
+}
+
+} // namespace hb::bridge

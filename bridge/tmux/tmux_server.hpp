@@ -1,0 +1,48 @@
+// One private tmux server holding one session ("main") that runs the hermes
+// TUI. Private: its own socket in an owner-only directory and `-f /dev/null`,
+// so neither the user's tmux.conf nor their other sessions are involved.
+// Every call runs the tmux client with a deadline and throws
+// protocol::wire_error (RuntimeError) when tmux fails.
+#pragma once
+
+#include "bridge/tmux/subprocess.hpp"
+
+#include <string>
+#include <vector>
+
+namespace hb::bridge {
+
+class tmux_server {
+public:
+  tmux_server(std::string tmux_bin, std::string socket_path, std::string target = "main");
+
+  const std::string& socket_path() const { return socket_; }
+  const std::string& target() const { return target_; }
+  std::string attach_command() const; // what a person types to watch
+
+  // Starts the server running `command` (argv) in `workspace`, at a fixed
+  // size, with a long history and no key bindings a paste could trigger.
+  void launch(const std::string& workspace, const std::vector<std::string>& command,
+              const process_env& env, int width, int height) const;
+  bool alive() const; // the session (and so the TUI) still runs
+  std::string capture() const; // the visible pane as text, wrapped lines joined
+  void send_keys(const std::vector<std::string>& keys) const;
+  // Bracketed paste of `bytes` (see paste_payload) into the pane.
+  void paste(const std::string& bytes) const;
+  void kill() const noexcept;
+
+private:
+  process_result run(std::vector<std::string> args, const std::string& input = {},
+                     const process_env& env = {}) const;
+  process_result checked(std::vector<std::string> args, const std::string& input = {},
+                         const process_env& env = {}) const;
+
+  std::string tmux_;
+  std::string socket_;
+  std::string target_;
+};
+
+// POSIX shell quoting, for the one command string tmux hands to sh.
+std::string shell_quote(const std::string& word);
+
+} // namespace hb::bridge

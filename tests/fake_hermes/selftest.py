@@ -1,0 +1,305 @@
+"""Self-test of the fake hermes TUI: drives it in a private tmux server the way
+the daemon does (settle, C-a, C-k, bracketed paste, wait for the text, Enter)
+and checks the rows it writes to state.db.
+
+Run: /usr/bin/python3 tests/fake_hermes/selftest.py
+"""
+
+import json
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import tempfile
+import time
+import unittest
+from pathlib import Path
+
+FAKE = Path(__file__).resolve().parent / "hermes"
+SESSION_ID = re.compile(r"^\d{8}_\d{6}_[0-9a-f]{6}$")
+
+
+class FakeHermesTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = Path(tempfile.mkdtemp(prefix="fake_hermes_"))
+        self.ws = self.tmp / "ws"
+        self.ws.mkdir()
+        self.sock = str(self.tmp / "t.sock")
+        self.db = self.tmp / "state.db"
+        self.log = self.tmp / "log.jsonl"
+
+    def tearDown(self):
+        subprocess.run(["tmux", "-S", self.sock, "kill-server"], capture_output=True)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    # ---- driving, as the daemon does ----------------------------------------------
+
+    def tmux(self, *args, **kw):
+        return subprocess.run(["tmux", "-S", self.sock, *args], capture_output=True, **kw)
+
+    def start(self, **env):
+        full = {k: v for k, v in os.environ.items() if k != "TMUX"}
+        full.setdefault("TERM", "xterm")
+        full.update(HERMES_STATE_DB=str(self.db), FAKE_HERMES_LOG=str(self.log),
+                    FAKE_HERMES_STARTUP_S="0.2", **env)
+        self.launched = time.time()
+        # the first command starts the server, which hands its environment to the pane
+        r = self.tmux("-f", "/dev/null", "new-session", "-d", "-s", "main", "-x", "160",
+                      "-y", "48", "-c", str(self.ws), str(FAKE), env=full)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.settle()
+
+    def capture(self, target="main"):
+        return self.tmux("capture-pane", "-p", "-t", target).stdout.decode()
+
+    def settle(self, target="main"):
+        """Non-empty and unchanged over 3 captures 0.2 s apart. The loading screen is
+        static too, so also wait for the prompt (the daemon relies on re-delivery)."""
+        last, same, deadline = None, 0, time.time() + 10
+        while time.time() < deadline:
+            text = self.capture(target)
+            same = same + 1 if text == last and text.strip() else 1
+            last = text
+            if same >= 3 and "❯" in text:
+                return
+            time.sleep(0.2)
+        self.fail("pane never settled:\n" + last)
+
+    def keys(self, *keys, target="main"):
+        self.assertEqual(self.tmux("send-keys", "-t", target, *keys).returncode, 0)
+
+    def deliver(self, text, target="main"):
+        rows = self.rows()
+        self.mark = rows[-1]["id"] if rows else 0  # final_reply() waits past this row
+        self.keys("C-a", target=target)
+        self.keys("C-k", target=target)
+        self.tmux("load-buffer", "-b", "b", "-", input=text.encode(), check=True)
+        self.tmux("paste-buffer", "-p", "-d", "-b", "b", "-t", target, check=True)
+        line = [ln.strip() for ln in text.split("\n") if len(ln.strip()) >= 4][-1]
+        self.wait_screen(line[:24], target)
+        self.keys("Enter", target=target)
+
+    def wait_screen(self, text, target="main"):
+        """The pane's text once it shows `text`."""
+        def shown():
+            screen = self.capture(target)
+            return screen if text in screen else None
+        return self.wait_for(shown, f"{text!r} on screen")
+
+    def wait_for(self, predicate, what, timeout=5.0):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            value = predicate()
+            if value:
+                return value
+            time.sleep(0.05)
+        self.fail(f"timed out waiting for {what}; pane:\n{self.capture()}")
+
+    # ---- reading state.db and the log ---------------------------------------------
+
+    def query(self, sql, args=()):
+        if not self.db.exists():
+            return []
+        conn = sqlite3.connect(self.db, timeout=10)
+        conn.row_factory = sqlite3.Row
+        try:
+            return [dict(r) for r in conn.execute(sql, args)]
+        finally:
+            conn.close()
+
+    def rows(self):
+        return self.query("SELECT * FROM messages WHERE active=1 ORDER BY id")
+
+    def sessions(self):
+        return self.query("SELECT * FROM sessions ORDER BY started_at")
+
+    def final_reply(self):
+        """All rows once an assistant row without tool calls closes the turn
+        started by the last deliver()."""
+        def done():
+            rows = self.rows()
+            last = rows[-1] if rows else None
+            if last and last["id"] > self.mark and last["role"] == "assistant" \
+                    and not last["tool_calls"]:
+                return rows
+        return self.wait_for(done, "a final assistant row")
+
+    def events(self, kind):
+        lines = self.log.read_text().splitlines() if self.log.exists() else []
+        return [e for e in map(json.loads, lines) if e["event"] == kind]
+
+    def brief(self, rows):
+        return [(r["role"], r["content"]) for r in rows]
+
+    # ---- tests ------------------------------------------------------------------------
+
+    def test_plain_turn(self):
+        self.start()
+        self.assertIn("Hermes Agent (fake)", self.capture())
+        self.assertEqual(self.sessions(), [], "the session row is created lazily")
+        self.deliver("hello world")
+        rows = self.final_reply()
+        self.assertEqual(self.brief(rows), [("user", "hello world"),
+                                            ("assistant", "echo: hello world")])
+        [s] = self.sessions()
+        self.assertRegex(s["id"], SESSION_ID)
+        self.assertEqual((s["source"], s["model"], s["cwd"]),
+                         ("cli", "fake-model", os.path.realpath(self.ws)))
+        self.assertGreaterEqual(s["started_at"], self.launched - 1)
+        self.assertEqual({r["session_id"] for r in rows}, {s["id"]})
+        self.assertEqual(self.query("PRAGMA journal_mode")[0]["journal_mode"], "wal")
+
+    def test_tool_turn(self):
+        self.start()
+        self.deliver("tool ls -la")
+        rows = self.final_reply()
+        self.assertEqual(self.brief(rows), [
+            ("user", "tool ls -la"), ("assistant", "Let me run that."),
+            ("tool", "output of ls -la"), ("assistant", "ran ls -la")])
+        [call] = json.loads(rows[1]["tool_calls"])
+        self.assertEqual(call["type"], "function")
+        self.assertEqual(call["function"]["name"], "terminal")
+        self.assertEqual(json.loads(call["function"]["arguments"]), {"command": "ls -la"})
+        self.assertEqual((rows[2]["tool_call_id"], rows[2]["tool_name"]), (call["id"], "terminal"))
+
+    def test_multiline_message_arrives_verbatim(self):
+        self.start()
+        text = "first line\n\tindented\twith tabs\n\nlast line ends with a backslash \\"
+        self.deliver(text + "\n")  # a trailing newline is stripped on submit
+        rows = self.final_reply()
+        self.assertEqual(rows[0]["content"], text)
+        pasted = [e["bytes"] for e in self.events("input") if "200~" in e["bytes"]]
+        self.assertEqual(len(pasted), 1)
+        # tmux turns each \n into \r inside the brackets and keeps the tab
+        self.assertIn(r"\x1b[200~first line\r\tindented\twith tabs\r\rlast", pasted[0])
+
+    def test_danger_panel_deny(self):
+        self.start()
+        self.deliver("danger rm -rf /tmp/x")
+        screen = self.wait_screen("Dangerous Command")
+        labels = ["1. Allow once", "2. Allow for this session",
+                  "3. Add to permanent allowlist", "4. Deny"]
+        lines = [ln.strip("│ ") for ln in screen.splitlines()]
+        title = next(i for i, ln in enumerate(lines) if "Dangerous Command" in ln)
+        self.assertEqual(lines[title + 1], "rm -rf /tmp/x")
+        for label in labels:
+            self.assertTrue(any(ln.endswith(label) for ln in lines), label)
+        self.assertFalse(any(e["panel"] for e in self.events("input")))
+        self.keys("4")
+        rows = self.final_reply()
+        self.assertEqual(self.brief(rows)[-2:], [("tool", "denied: rm -rf /tmp/x"),
+                                                 ("assistant", "approval: deny")])
+        answers = [(e["choice"], e["key"]) for e in self.events("approval")]
+        self.assertEqual(answers, [("deny", "4")])
+        self.assertNotIn("Dangerous Command", self.capture())
+        self.assertEqual([e["bytes"] for e in self.events("input") if e["panel"]], ["4"])
+
+    def test_danger3_and_legacy_prompt(self):
+        self.start()
+        self.deliver("danger3 git push --force")
+        self.wait_screen("3. Deny")
+        self.keys("2")
+        self.assertEqual(self.final_reply()[-1]["content"], "approval: session")
+        self.deliver("danger-legacy chmod 777 /")
+        screen = self.wait_screen("Choice [o/s/a/D]:")  # capture-pane drops trailing blanks
+        self.assertIn("⚠️  DANGEROUS COMMAND: chmod 777 /", screen)
+        self.keys("a")
+        self.keys("Enter")
+        rows = self.final_reply()
+        self.assertEqual(self.brief(rows)[-2:], [
+            ("tool", "approved (always): output of chmod 777 /"),
+            ("assistant", "approval: always")])
+
+    def test_escape_interrupts_slow_turn(self):
+        self.start()
+        self.deliver("slow 5")
+        self.wait_screen("thinking…")
+        t0 = time.time()
+        self.keys("Escape")
+        rows = self.final_reply()
+        self.assertLess(time.time() - t0, 2)
+        self.assertEqual(self.brief(rows), [("user", "slow 5"), ("assistant", "Interrupted.")])
+        self.assertEqual(rows[-1]["finish_reason"], "interrupted")
+        self.keys("Escape")  # idle: does nothing
+        self.deliver("still here")
+        self.wait_for(lambda: self.rows()[-1]["content"] == "echo: still here", "the next turn")
+
+    def test_steer_while_busy(self):
+        self.start()
+        self.deliver("slow 1")
+        self.wait_screen("thinking…")
+        self.deliver("also check the logs")
+        rows = self.final_reply()
+        self.assertEqual(self.brief(rows), [
+            ("user", "slow 1"), ("user", "also check the logs"),
+            ("assistant", "slept 1 (steered: also check the logs)")])
+
+    def test_drop_first(self):
+        self.start(FAKE_HERMES_DROP_FIRST="1")
+        self.deliver("hello one")
+        self.wait_for(lambda: "hello one" not in self.capture(), "the draft to clear")
+        time.sleep(0.5)
+        self.assertEqual(self.rows(), [])
+        self.deliver("hello two")
+        rows = self.final_reply()
+        self.assertEqual(self.brief(rows), [("user", "hello two"),
+                                            ("assistant", "echo: hello two")])
+
+    def test_compress_continues_in_child(self):
+        self.start()
+        self.deliver("compress the story so far")
+        rows = self.final_reply()
+        parent, child = self.sessions()
+        self.assertEqual(child["parent_session_id"], parent["id"])
+        self.assertEqual(parent["end_reason"], "compression")
+        self.assertIsNotNone(parent["ended_at"])
+        self.assertEqual(child["cwd"], parent["cwd"])
+        self.assertEqual([(r["session_id"], r["content"]) for r in rows], [
+            (parent["id"], "compress the story so far"),
+            (child["id"], "compressed: the story so far")])
+        self.deliver("after compression")
+        rows = self.final_reply()
+        self.assertEqual({r["session_id"] for r in rows[-2:]}, {child["id"]})
+
+    def test_two_tuis_share_state_db(self):
+        self.start()
+        other = self.tmp / "ws2"
+        other.mkdir()
+        self.tmux("new-session", "-d", "-s", "second", "-x", "160", "-y", "48",
+                  "-c", str(other), str(FAKE), check=True)
+        self.settle("second")
+        self.deliver("tool uname -a")
+        self.deliver("tool date", "second")
+        def finals():
+            return sorted(r["content"] for r in self.rows() if r["content"].startswith("ran "))
+        self.wait_for(lambda: len(finals()) == 2, "both turns")
+        self.assertEqual(finals(), ["ran date", "ran uname -a"])
+        by_cwd = {s["cwd"]: s["id"] for s in self.sessions()}
+        self.assertEqual(set(by_cwd), {os.path.realpath(self.ws), os.path.realpath(other)})
+        for r in self.rows():
+            cwd = self.ws if "uname" in (r["content"] or "") + (r["tool_calls"] or "") else other
+            self.assertEqual(r["session_id"], by_cwd[os.path.realpath(cwd)], r)
+
+    def test_destroy_sends_sighup(self):
+        self.start()
+        pid = int(self.tmux("display", "-p", "-t", "main", "#{pane_pid}").stdout)
+        self.tmux("kill-session", "-t", "main", check=True)
+
+        def gone():
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return True
+        self.wait_for(gone, "the fake to exit")
+
+    def test_exit_ends_tmux_session(self):
+        self.start()
+        self.deliver("exit")
+        self.wait_for(lambda: self.tmux("has-session", "-t", "main").returncode != 0,
+                      "the tmux session to end")
+        self.assertEqual(self.brief(self.rows()), [("user", "exit")])
+
+
+if __name__ == "__main__":
+    unittest.main()

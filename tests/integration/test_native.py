@@ -1,0 +1,342 @@
+"""Native sessions: the hermes TUI (tests/fake_hermes/hermes) in a private tmux
+server, driven by the real daemon, everything checked through the socket and
+in the fake TUI's own state.db and input log."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import stat
+import subprocess
+import tempfile
+import time
+import unittest
+from pathlib import Path
+
+from harness import REPO, Bridge, events_named
+
+FAKE_HERMES = REPO / "tests" / "fake_hermes" / "hermes"
+
+
+def tmux(socket_path: str, *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "TMUX"}
+    return subprocess.run(["tmux", "-S", socket_path, *args], capture_output=True, text=True, env=env,
+                           timeout=10)
+
+
+class NativeFixture(unittest.TestCase):
+    """One daemon per test; every tmux server it started is killed afterwards."""
+
+    extra_env: dict[str, str] = {}
+
+    def setUp(self) -> None:
+        if shutil.which("tmux") is None:
+            self.skipTest("tmux is not installed")
+        self.tmp = Path(tempfile.mkdtemp(prefix="hb-native-"))
+        self.native_dir = self.tmp / "native"
+        self.workspace = self.tmp / "workspace"
+        self.workspace.mkdir()
+        self.state_db = self.tmp / "state.db"
+        self.tui_log = self.tmp / "tui.log"
+        self.bridges: list[Bridge] = []
+        self.bridge = self.start_bridge()
+
+    def start_bridge(self, args: list[str] | None = None, env: dict[str, str] | None = None,
+                     hermes_bin: Path = FAKE_HERMES) -> Bridge:
+        b = Bridge(args=["--hermes-bin", str(hermes_bin), "--native-dir", str(self.native_dir),
+                         "--native-confirm-s", "3", "--db", str(self.tmp / "events.db")] + (args or []),
+                   env={"HERMES_STATE_DB": str(self.state_db), "FAKE_HERMES_LOG": str(self.tui_log),
+                        "FAKE_HERMES_STARTUP_S": "0.3", **self.extra_env, **(env or {})})
+        self.bridges.append(b)
+        return b.start()
+
+    def tearDown(self) -> None:
+        for b in self.bridges:
+            b.stop()
+        for sock in self.native_dir.glob("*/tmux.sock") if self.native_dir.exists() else []:
+            tmux(str(sock), "kill-server")
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    # -- helpers ------------------------------------------------------------------
+    def chat(self, session_id: str, message: str, **fields) -> dict:
+        fields.setdefault("harness", "native")
+        fields.setdefault("workspace", str(self.workspace))
+        out = self.bridge.chat(session_id, message, **fields)
+        self.assertTrue(out["ok"], out)
+        return out
+
+    def turn(self, session_id: str, message: str, timeout: float = 30, **fields) -> dict:
+        return self.bridge.wait_done(self.chat(session_id, message, **fields)["run_id"], timeout=timeout)
+
+    def native_status(self, session_id: str) -> dict:
+        out = self.bridge.request({"action": "status", "session_id": session_id})
+        self.assertTrue(out["ok"], out)
+        return out
+
+    def user_rows(self) -> list[str]:
+        try:
+            with sqlite3.connect(self.state_db) as db:
+                return [r[0] for r in db.execute("SELECT content FROM messages WHERE role='user' ORDER BY id")]
+        except sqlite3.OperationalError:  # the TUI has not created its tables yet
+            return []
+
+    def tui_log_entries(self) -> list[dict]:
+        if not self.tui_log.exists():
+            return []
+        return [json.loads(line) for line in self.tui_log.read_text().splitlines() if line.strip()]
+
+    def wait_for(self, predicate, timeout: float = 15, what: str = "condition"):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            value = predicate()
+            if value:
+                return value
+            time.sleep(0.1)
+        self.fail(f"no {what} within {timeout}s")
+
+
+class NativeTurns(NativeFixture):
+    def test_plain_turn_and_where_to_attach(self):
+        done = self.turn("n-plain", "hello native")
+        self.assertEqual(done["status"], "complete", done)
+        self.assertEqual(done["output"], "echo: hello native")
+        self.assertEqual(done["result"]["final_response"], "echo: hello native")
+        self.assertEqual(self.user_rows(), ["hello native"])
+
+        status = self.native_status("n-plain")
+        config, live = status["config"], status["native"]
+        self.assertEqual(config["harness"], "native")
+        self.assertEqual(config["workspace"], str(self.workspace.resolve()))
+        self.assertEqual(config["tmux_target"], "main")
+        self.assertTrue(live["alive"])
+        self.assertTrue(live["hermes_session_id"])
+        sock = config["tmux_socket"]
+        self.assertTrue(stat.S_ISSOCK(os.stat(sock).st_mode))
+        self.assertEqual(stat.S_IMODE(os.stat(Path(sock).parent).st_mode), 0o700)
+        self.assertEqual(config["attach"], f"tmux -S '{sock}' attach -t main")
+        # A person can reach the very TUI the daemon drives.
+        self.assertEqual(tmux(sock, "has-session", "-t", "main").returncode, 0)
+        self.assertIn("echo: hello native", tmux(sock, "capture-pane", "-p", "-t", "main").stdout)
+        listed = {s["session_id"]: s for s in self.bridge.request({"action": "list"})["sessions"]}
+        self.assertEqual(listed["n-plain"]["config"]["tmux_socket"], sock)
+        self.assertTrue(listed["n-plain"]["native"]["alive"])
+
+        # The run is in the event log like any other: replay from cursor 0.
+        again = self.bridge.request({"action": "get_output", "run_id": done["run_id"]})
+        self.assertEqual(again["output"], "echo: hello native")
+        self.assertEqual(events_named(again["events"], "stream.delta")[0]["delta"], "echo: hello native")
+
+    def test_tool_turn_mirrors_calls_and_results_in_order(self):
+        done = self.turn("n-tool", "tool ls -la")
+        self.assertEqual(done["status"], "complete", done)
+        self.assertEqual(done["seen_text"], "Let me run that.\n\nran ls -la")
+        names = [e["event"] for e in done["seen_events"]]
+        self.assertEqual(names, ["stream.delta", "tool.started", "tool.completed", "stream.delta"])
+        started, completed = done["seen_events"][1], done["seen_events"][2]
+        self.assertEqual(started["tool_name"], "terminal")
+        self.assertEqual(started["args"], {"command": "ls -la"})
+        self.assertEqual(completed["tool_call_id"], started["tool_call_id"])
+        self.assertEqual(completed["result"], "output of ls -la")
+        history = self.bridge.request({"action": "get_history", "session_id": "n-tool"})["history"]
+        self.assertEqual([m["role"] for m in history], ["user", "assistant", "tool", "assistant"])
+
+    def test_multiline_message_with_tab_and_trailing_backslash_arrives_verbatim(self):
+        message = "first line\n\tindented with a tab\nends with a backslash \\"
+        done = self.turn("n-multi", message)
+        self.assertEqual(done["status"], "complete", done)
+        self.assertEqual(self.user_rows(), [message])
+        self.assertEqual(done["output"], "echo: " + message)
+
+    def test_compression_moves_to_a_child_session_and_the_mirror_follows(self):
+        done = self.turn("n-compress", "compress the story so far")
+        self.assertEqual(done["output"], "compressed: the story so far")
+        after = self.turn("n-compress", "still here?")
+        self.assertEqual(after["status"], "complete", after)
+        self.assertEqual(after["output"], "echo: still here?")
+
+    def test_interrupt_sends_escape_and_ends_the_run(self):
+        run_id = self.chat("n-int", "slow 30")["run_id"]
+        self.wait_for(lambda: "slow 30" in self.user_rows(), what="user row")
+        out = self.bridge.request({"action": "interrupt", "session_id": "n-int"})
+        self.assertTrue(out["ok"], out)
+        done = self.bridge.wait_done(run_id, timeout=15)
+        self.assertEqual(done["status"], "interrupted", done)
+        self.assertEqual(done["output"], "Interrupted.")
+        # The TUI is still there and takes the next message.
+        self.assertEqual(self.turn("n-int", "next one")["output"], "echo: next one")
+
+    def test_steer_pastes_mid_turn_and_is_refused_when_idle(self):
+        run_id = self.chat("n-steer", "slow 4")["run_id"]
+        self.wait_for(lambda: "slow 4" in self.user_rows(), what="user row")
+        out = self.bridge.request({"action": "steer", "session_id": "n-steer", "text": "also check the logs"})
+        self.assertTrue(out["ok"], out)
+        self.assertTrue(out["accepted"], out)
+        done = self.bridge.wait_done(run_id, timeout=20)
+        self.assertEqual(done["status"], "complete", done)
+        self.assertEqual(done["output"], "slept 4 (steered: also check the logs)")
+        idle = self.bridge.request({"action": "steer", "session_id": "n-steer", "text": "nobody listens"})
+        self.assertFalse(idle["accepted"], idle)
+        self.assertNotIn("nobody listens", self.user_rows())
+
+    def test_tui_exiting_mid_run_fails_the_run_and_the_next_chat_relaunches(self):
+        first = self.chat("n-exit", "exit")
+        done = self.bridge.wait_done(first["run_id"], timeout=20)
+        self.assertEqual(done["status"], "error", done)
+        self.assertIn("no longer running", done["error"])
+        self.wait_for(lambda: not self.native_status("n-exit")["native"]["alive"], what="dead TUI reported")
+        again = self.turn("n-exit", "are you back?")
+        self.assertEqual(again["status"], "complete", again)
+        self.assertEqual(again["output"], "echo: are you back?")
+        self.assertTrue(self.native_status("n-exit")["native"]["alive"])
+
+    def test_destroy_kills_the_tmux_server(self):
+        self.turn("n-destroy", "hello")
+        sock = self.native_status("n-destroy")["config"]["tmux_socket"]
+        out = self.bridge.request({"action": "destroy", "session_id": "n-destroy"})
+        self.assertTrue(out["ok"], out)
+        self.wait_for(lambda: tmux(sock, "has-session", "-t", "main").returncode != 0, what="tmux gone")
+        self.wait_for(lambda: not Path(sock).parent.exists(), what="session dir removed")
+
+    def test_two_native_sessions_in_one_workspace_keep_their_own_rows(self):
+        a = self.chat("n-a", "from a")
+        b = self.chat("n-b", "from b")
+        self.assertEqual(self.bridge.wait_done(a["run_id"])["output"], "echo: from a")
+        self.assertEqual(self.bridge.wait_done(b["run_id"])["output"], "echo: from b")
+        ids = {self.native_status(s)["native"]["hermes_session_id"] for s in ("n-a", "n-b")}
+        self.assertEqual(len(ids), 2)
+
+
+class NativeApprovals(NativeFixture):
+    def digit_keys_sent(self) -> list[dict]:
+        return [e for e in self.tui_log_entries()
+                if e.get("event") == "input" and e.get("bytes") in ("1", "2", "3", "4")]
+
+    def test_approval_answered_through_the_socket(self):
+        run_id = self.chat("n-approve", "danger rm -rf /tmp/scratch")["run_id"]
+        asked = self.bridge.wait_event(run_id, "approval.requested", timeout=20)
+        self.assertIn("rm -rf /tmp/scratch", asked["command"])
+        self.assertEqual(asked["choices"], ["once", "session", "always", "deny"])
+        self.assertTrue(asked["allow_permanent"])
+        answer = self.bridge.request({"action": "approval_respond", "approval_id": asked["approval_id"],
+                                      "choice": "session"})
+        self.assertTrue(answer["resolved"], answer)
+        done = self.bridge.wait_done(run_id, timeout=20)
+        self.assertEqual(done["status"], "complete", done)
+        self.assertIn("approval: session", done["output"])
+        resolved = events_named(done["seen_events"], "approval.resolved")
+        self.assertEqual([(r["approval_id"], r["choice"]) for r in resolved], [(asked["approval_id"], "session")])
+        keys = self.digit_keys_sent()
+        self.assertEqual([k["bytes"] for k in keys], ["2"])
+        self.assertTrue(all(k["panel"] for k in keys), keys)
+
+    def test_a_choice_the_panel_does_not_offer_is_denied(self):
+        run_id = self.chat("n-three", "danger3 shutdown now")["run_id"]
+        asked = self.bridge.wait_event(run_id, "approval.requested", timeout=20)
+        self.assertEqual(asked["choices"], ["once", "session", "deny"])
+        self.assertFalse(asked["allow_permanent"])
+        self.bridge.request({"action": "approval_respond", "approval_id": asked["approval_id"], "choice": "always"})
+        done = self.bridge.wait_done(run_id, timeout=20)
+        self.assertIn("approval: deny", done["output"])
+        self.assertEqual([k["bytes"] for k in self.digit_keys_sent()], ["3"])
+
+    def test_approval_answered_in_the_terminal(self):
+        run_id = self.chat("n-term", "danger rm -rf /tmp/other")["run_id"]
+        asked = self.bridge.wait_event(run_id, "approval.requested", timeout=20)
+        sock = self.native_status("n-term")["config"]["tmux_socket"]
+        self.assertEqual(tmux(sock, "send-keys", "-t", "main", "1").returncode, 0)  # the person at the TUI
+        done = self.bridge.wait_done(run_id, timeout=20)
+        self.assertEqual(done["status"], "complete", done)
+        self.assertIn("approval: once", done["output"])
+        resolved = events_named(done["seen_events"], "approval.resolved")
+        self.assertEqual(len(resolved), 1, resolved)
+        self.assertEqual(resolved[0]["approval_id"], asked["approval_id"])
+        self.assertIsNone(resolved[0]["choice"])
+        self.assertEqual(resolved[0]["reason"], "answered in the terminal")
+        late = self.bridge.request({"action": "approval_respond", "approval_id": asked["approval_id"],
+                                    "choice": "deny"})
+        self.assertFalse(late["resolved"], late)
+        # Only the person's key reached the TUI; the daemon sent none.
+        self.assertEqual(len(self.digit_keys_sent()), 1)
+
+    def test_legacy_prompt_is_answered_with_its_letter(self):
+        run_id = self.chat("n-legacy", "danger-legacy chmod -R 777 /")["run_id"]
+        asked = self.bridge.wait_event(run_id, "approval.requested", timeout=20)
+        self.assertIn("chmod -R 777 /", asked["command"])
+        self.bridge.request({"action": "approval_respond", "approval_id": asked["approval_id"], "choice": "once"})
+        done = self.bridge.wait_done(run_id, timeout=20)
+        self.assertIn("approval: once", done["output"])
+
+    def test_no_key_is_sent_while_no_panel_shows(self):
+        self.turn("n-quiet", "tool echo hi")
+        self.turn("n-quiet", "hello")
+        self.assertEqual(self.digit_keys_sent(), [])
+        self.assertTrue(all(not e.get("panel") for e in self.tui_log_entries() if e.get("event") == "input"))
+
+
+class FirstMessageDrop(NativeFixture):
+    extra_env = {"FAKE_HERMES_DROP_FIRST": "1"}
+
+    def test_a_dropped_first_message_is_delivered_again_once(self):
+        done = self.turn("n-drop", "are you awake?", timeout=40)
+        self.assertEqual(done["status"], "complete", done)
+        self.assertEqual(done["output"], "echo: are you awake?")
+        self.assertEqual(self.user_rows(), ["are you awake?"])
+        self.assertEqual(len([e for e in self.tui_log_entries() if e.get("event") == "dropped"]), 1)
+
+
+class NativeLifecycle(NativeFixture):
+    def test_daemon_restart_reattaches_to_the_living_tui(self):
+        self.turn("n-restart", "before restart")
+        config = self.native_status("n-restart")["config"]
+        sock = config["tmux_socket"]
+        pid = tmux(sock, "display-message", "-p", "-t", "main", "#{pane_pid}").stdout.strip()
+        self.bridge.proc.send_signal(signal.SIGKILL)
+        self.bridge.proc.wait(10)
+        self.assertEqual(tmux(sock, "has-session", "-t", "main").returncode, 0, "the TUI outlives the daemon")
+
+        self.bridge = self.start_bridge()
+        done = self.turn("n-restart", "after restart")
+        self.assertEqual(done["status"], "complete", done)
+        self.assertEqual(done["output"], "echo: after restart")
+        status = self.native_status("n-restart")
+        self.assertTrue(status["config"]["reattached"])
+        self.assertEqual(status["config"]["tmux_socket"], sock)
+        self.assertEqual(tmux(sock, "display-message", "-p", "-t", "main", "#{pane_pid}").stdout.strip(), pid)
+        self.assertEqual(self.user_rows(), ["before restart", "after restart"])
+
+    def test_missing_binary_is_a_clear_error_not_a_crash(self):
+        missing = self.start_bridge(hermes_bin=self.tmp / "no-such-hermes")
+        out = missing.chat("n-missing", "hi", harness="native")
+        self.assertFalse(out["ok"])
+        self.assertEqual(out["error_type"], "FileNotFoundError")
+        self.assertIn("no-such-hermes", out["error"])
+        self.assertTrue(missing.request({"action": "ping"})["ok"])
+
+    def test_bad_harness_and_workspace_are_refused(self):
+        out = self.bridge.chat("n-bad", "hi", harness="telepathy")
+        self.assertEqual((out["ok"], out["error_type"]), (False, "ValueError"))
+        out = self.bridge.chat("n-bad", "hi", harness="native", workspace=str(self.tmp / "missing"))
+        self.assertEqual((out["ok"], out["error_type"]), (False, "ValueError"))
+        self.assertIn("not a directory", out["error"])
+        out = self.bridge.chat("n-bad", "hi", workspace=str(self.workspace))
+        self.assertEqual((out["ok"], out["error_type"]), (False, "ValueError"))
+
+    def test_serve_harness_native_makes_native_the_default(self):
+        native = self.start_bridge(args=["--harness", "native"])
+        run = native.request({"action": "chat", "session_id": "n-default", "message": "default harness",
+                              "workspace": str(self.workspace)})
+        self.assertTrue(run["ok"], run)
+        self.assertEqual(native.wait_done(run["run_id"])["output"], "echo: default harness")
+        status = native.request({"action": "status", "session_id": "n-default"})
+        self.assertEqual(status["config"]["harness"], "native")
+        # An embedded session still works next to it when asked for.
+        emb = native.request({"action": "chat", "session_id": "e-1", "message": "hello", "harness": "embedded"})
+        self.assertTrue(emb["ok"], emb)
+        self.assertEqual(native.wait_done(emb["run_id"])["status"], "complete")
+
+
+if __name__ == "__main__":
+    unittest.main()

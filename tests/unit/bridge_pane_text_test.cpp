@@ -1,0 +1,86 @@
+// The pane rules of the native harness: what a paste carries, when it has
+// arrived, and reading a Dangerous Command prompt off the screen.
+#include "bridge/tmux/pane_text.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace hb::bridge;
+
+TEST_CASE("a paste keeps tabs, sends every line break as CR and drops control bytes") {
+  CHECK(paste_payload("a\tb\r\nc\nd\re") == "a\tb\rc\rd\re");
+  CHECK(paste_payload(std::string("x\x1b[201~y\x07z", 10)) == "x[201~yz");
+  CHECK(paste_payload("ends with backslash \\") == "ends with backslash \\");
+  CHECK(paste_payload("héllo ✓") == "héllo ✓");
+}
+
+TEST_CASE("the commit needle comes from the last line of at least four characters") {
+  CHECK(commit_needle("first line\nsecond line\nok") == "second line");
+  CHECK(commit_needle("hi") == "hi");
+  CHECK(commit_needle("  \n \t ") == "");
+  CHECK(commit_needle("a line that is much longer than twenty-four characters") == "a line that is much long");
+  // 24 code points, not bytes
+  CHECK(commit_needle("ééééééééééééééééééééééééééé") == "éééééééééééééééééééééééé");
+}
+
+TEST_CASE("messages compare with line breaks unified and the ends stripped") {
+  CHECK(normalized_message("  a\r\nb\rc \n") == "a\nb\nc");
+  CHECK(normalized_message("tab\there\\") == "tab\there\\");
+}
+
+namespace {
+
+const char* panel = R"(Hermes Agent
+You: delete it
+╭──────────────────────────────────────────────╮
+│ ⚠️  Dangerous Command                         │
+│ rm -rf /tmp/scratch                           │
+│ Hermes wants to run a command flagged as dangerous. │
+│ ❯ 1. Allow once                               │
+│   2. Allow for this session                   │
+│   3. Add to permanent allowlist               │
+│   4. Deny                                     │
+╰──────────────────────────────────────────────╯
+❯ )";
+
+} // namespace
+
+TEST_CASE("the numbered panel gives the preview, the offered choices and their digits") {
+  auto prompt = parse_approval_prompt(panel);
+  REQUIRE(prompt);
+  CHECK_FALSE(prompt->legacy);
+  CHECK(prompt->preview == "rm -rf /tmp/scratch Hermes wants to run a command flagged as dangerous.");
+  CHECK(prompt->choices() == std::vector<std::string>{"once", "session", "always", "deny"});
+  CHECK(prompt->key_for("once") == "1");
+  CHECK(prompt->key_for("session") == "2");
+  CHECK(prompt->key_for("always") == "3");
+  CHECK(prompt->key_for("deny") == "4");
+}
+
+TEST_CASE("a panel without the permanent option denies with its own digit") {
+  std::string three = "⚠️  Dangerous Command\nsudo reboot\n  1. Allow once\n  2. Allow for this session\n  3. Deny\n";
+  auto prompt = parse_approval_prompt(three);
+  REQUIRE(prompt);
+  CHECK(prompt->choices() == std::vector<std::string>{"once", "session", "deny"});
+  CHECK(prompt->key_for("deny") == "3");
+  CHECK(prompt->key_for("always") == "3"); // not offered: fail closed
+}
+
+TEST_CASE("no prompt without the title, the allow-once row and the deny row") {
+  CHECK_FALSE(parse_approval_prompt("You: hello\nHermes: echo: hello\n❯ "));
+  CHECK_FALSE(parse_approval_prompt("Dangerous Command\n  1. Allow once\n"));
+  CHECK_FALSE(parse_approval_prompt("  1. Allow once\n  4. Deny\n"));
+  // Someone merely talking about it is not a prompt either.
+  CHECK_FALSE(parse_approval_prompt("You: what is a dangerous command?\n❯ "));
+}
+
+TEST_CASE("the legacy line prompt answers with letters while nothing is typed after it") {
+  std::string legacy = "⚠️  DANGEROUS COMMAND: rm -rf /\n[o]nce  |  [s]ession  |  [a]lways  |  [d]eny\nChoice [o/s/a/D]: \n\n\n";
+  auto prompt = parse_approval_prompt(legacy);
+  REQUIRE(prompt);
+  CHECK(prompt->legacy);
+  CHECK(prompt->preview == "rm -rf /");
+  CHECK(prompt->key_for("session") == "s");
+  CHECK(prompt->key_for("deny") == "d");
+  CHECK(parse_approval_prompt(legacy + "❯\n")); // the TUI's own prompt below it
+  CHECK_FALSE(parse_approval_prompt("⚠️  DANGEROUS COMMAND: rm -rf /\nChoice [o/s/a/D]: d\napproval: deny\n"));
+}
