@@ -1,79 +1,31 @@
-#include "bridge/tmux/native_session.hpp"
+#include "bridge/tmux/native_session_impl.hpp"
 
-#include "bridge/tmux/hermes_state.hpp"
-#include "bridge/tmux/pane_text.hpp"
 #include "bridge/tmux/row_mirror.hpp"
-#include "bridge/tmux/tmux_server.hpp"
 #include "protocol/json_text.hpp"
 #include "protocol/wire_error.hpp"
 
-#include <nlohmann/json.hpp>
-
-#include <algorithm>
-#include <atomic>
-#include <cctype>
 #include <cerrno>
 #include <climits>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <future>
-#include <mutex>
-#include <optional>
-#include <set>
 #include <sys/stat.h>
-#include <thread>
 #include <unistd.h>
 
 namespace hb::bridge {
 
 using nlohmann::json;
-using clock_type = std::chrono::steady_clock;
-using std::chrono::milliseconds;
+using namespace native_detail;
 
 namespace {
 
-constexpr milliseconds pane_poll{200};
 constexpr milliseconds row_poll{100};
-constexpr milliseconds approval_poll{300};
-constexpr milliseconds alive_poll{1000};
-constexpr milliseconds commit_wait{5000};
 constexpr milliseconds steer_settle{3000};
-// After a key answered the prompt, a prompt still showing this long later is
-// a new question (or the key was lost): ask again.
-constexpr milliseconds answer_echo{2000};
-// Hermes may stamp its session a little before our clock read the launch.
-constexpr double discovery_skew_s = 10;
-const char* exited_message = "hermes terminal is no longer running (the TUI exited)";
 
 double wall_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
-
-// Hermes session ids pinned by some native session of this daemon: two
-// TUIs in one workspace must never mirror each other's session.
-struct claims {
-  std::mutex mu;
-  std::set<std::string> ids;
-  static claims& all() {
-    static claims c;
-    return c;
-  }
-  bool take(const std::string& id) {
-    std::lock_guard<std::mutex> lock(mu);
-    return ids.insert(id).second;
-  }
-  bool taken(const std::string& id) {
-    std::lock_guard<std::mutex> lock(mu);
-    return ids.count(id) > 0;
-  }
-  void give_back(const std::string& id) {
-    std::lock_guard<std::mutex> lock(mu);
-    ids.erase(id);
-  }
-};
 
 std::string hex_digest(const std::string& text) { // FNV-1a: stable across builds
   uint64_t h = 1469598103934665603ull;
@@ -109,14 +61,6 @@ std::string real_dir(const std::string& path) {
   if (!::realpath(path.c_str(), buffer) || ::stat(buffer, &st) != 0 || !S_ISDIR(st.st_mode))
     throw protocol::value_error("workspace is not a directory: " + path);
   return buffer;
-}
-
-std::string without_whitespace(const std::string& s) {
-  std::string out;
-  for (char c : s)
-    if (!std::isspace(static_cast<unsigned char>(c)))
-      out += c;
-  return out;
 }
 
 json read_json_file(const std::string& path) {
@@ -156,302 +100,42 @@ std::string default_native_runtime_dir() {
   return base + "/hermes-bridge-" + std::to_string(::getuid()) + "/native";
 }
 
-struct native_session::impl {
-  std::string session_id;
-  std::string workspace;
-  std::string dir;
-  native_options options;
-  tmux_server tmux;
-  hermes_state state;
-  double launched_at = 0;
-  bool reattached = false;
 
-  std::mutex input_mu;             // one paste or key sequence at a time
-  mutable std::mutex mu;           // guards the fields below
-  std::vector<std::string> chain;  // the pinned Hermes session and its compression children
-  json history = json::array();
-  std::atomic<bool> alive{true};
-  std::atomic<bool> turn_live{false};
-  std::atomic<bool> interrupt_sent{false};
-  std::atomic<clock_type::rep> interrupt_at{0}; // written by interrupt(), read by the turn
 
-  std::mutex watch_mu;
-  std::condition_variable watch_cv;
-  bool stopping = false;
-  std::thread watcher;
-
-  impl(std::string id, std::string ws, std::string d, native_options o, std::string tmux_bin)
-    : session_id(std::move(id)), workspace(std::move(ws)), dir(std::move(d)), options(std::move(o)),
-      tmux(std::move(tmux_bin), dir + "/tmux.sock"), state(options.state_db) {}
-
-  ~impl() {
-    stop_watching();
-    std::lock_guard<std::mutex> lock(mu);
-    if (!chain.empty())
-      claims::all().give_back(chain.front());
-  }
-
-  void start_watching() {
-    watcher = std::thread([this] {
-      std::unique_lock<std::mutex> lock(watch_mu);
-      while (!stopping) {
-        watch_cv.wait_for(lock, alive_poll, [this] { return stopping; });
-        if (stopping)
-          break;
-        lock.unlock();
-        bool up = tmux.alive();
-        lock.lock();
-        alive = up;
-      }
-    });
-  }
-
-  void stop_watching() {
-    {
-      std::lock_guard<std::mutex> lock(watch_mu);
-      stopping = true;
-    }
-    watch_cv.notify_all();
-    if (watcher.joinable())
-      watcher.join();
-  }
-
-  std::optional<std::string> pinned() const {
-    std::lock_guard<std::mutex> lock(mu);
-    return chain.empty() ? std::nullopt : std::optional<std::string>(chain.front());
-  }
-
-  std::vector<std::string> sessions() const {
-    std::lock_guard<std::mutex> lock(mu);
-    return chain;
-  }
-
-  void pin(const std::string& id) {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      chain = {id};
-    }
-    remember();
-  }
-
-  // Compression ends Hermes' session and continues in a child: follow it.
-  void follow_children() {
-    std::string last;
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      if (chain.empty())
-        return;
-      last = chain.back();
-    }
-    while (auto child = state.newest_child(last)) {
-      std::lock_guard<std::mutex> lock(mu);
-      if (std::find(chain.begin(), chain.end(), *child) != chain.end())
+void native_session::impl::start_watching() {
+  watcher = std::thread([this] {
+    std::unique_lock<std::mutex> lock(watch_mu);
+    while (!stopping) {
+      watch_cv.wait_for(lock, alive_poll, [this] { return stopping; });
+      if (stopping)
         break;
-      chain.push_back(*child);
-      last = *child;
+      lock.unlock();
+      bool up = tmux.alive();
+      lock.lock();
+      alive = up;
     }
+  });
+}
+
+void native_session::impl::stop_watching() {
+  {
+    std::lock_guard<std::mutex> lock(watch_mu);
+    stopping = true;
   }
+  watch_cv.notify_all();
+  if (watcher.joinable())
+    watcher.join();
+}
 
-  // What a re-attaching daemon needs to find its way back.
-  void remember() {
-    json doc;
-    doc["launched_at"] = launched_at;
-    doc["workspace"] = workspace;
-    doc["session_id"] = session_id;
-    auto p = pinned();
-    doc["hermes_session_id"] = p ? json(*p) : json(nullptr);
-    write_json_file(dir + "/launch.json", doc);
-  }
-
-  std::string settle(milliseconds limit) {
-    auto until = clock_type::now() + limit;
-    std::string last;
-    int stable = 0;
-    while (clock_type::now() < until) {
-      std::string pane = tmux.capture();
-      bool blank = without_whitespace(pane).empty();
-      stable = (!blank && pane == last) ? stable + 1 : 0;
-      last = std::move(pane);
-      if (stable >= 2) // three equal captures in a row
-        break;
-      std::this_thread::sleep_for(pane_poll);
-    }
-    return last;
-  }
-
-  // Types `text` into the TUI's input as one bracketed paste and submits it
-  // with exactly one Enter, once the paste is visibly committed (an Enter
-  // that arrives first would become a newline inside the draft).
-  void deliver(const std::string& text, milliseconds settle_limit) {
-    std::lock_guard<std::mutex> lock(input_mu);
-    if (!tmux.alive())
-      throw protocol::runtime_error(exited_message);
-    settle(settle_limit);
-    tmux.send_keys({"C-a"});
-    tmux.send_keys({"C-k"});
-    tmux.paste(paste_payload(text));
-    std::string needle = without_whitespace(commit_needle(text));
-    auto until = clock_type::now() + commit_wait;
-    while (!needle.empty() && clock_type::now() < until) {
-      if (without_whitespace(tmux.capture()).find(needle) != std::string::npos)
-        break;
-      std::this_thread::sleep_for(pane_poll);
-    }
-    std::this_thread::sleep_for(milliseconds(300));
-    tmux.send_keys({"Enter"});
-  }
-
-  // The user row our message became, once Hermes stored it.
-  std::optional<int64_t> find_user_row(const std::string& text, int64_t baseline) {
-    if (!state.available())
-      return std::nullopt;
-    if (pinned()) {
-      follow_children();
-      for (const auto& row : state.rows_after(sessions(), baseline))
-        if (row.role == "user")
-          return row.id;
-      return std::nullopt;
-    }
-    // Not pinned yet: Hermes picks its own session id. Ours started after
-    // the launch, in this workspace, and holds our message.
-    // (Another TUI in the same workspace may have stored its own message
-    // first: only our text identifies our session.)
-    std::string wanted = normalized_message(text);
-    for (const auto& s : state.sessions_since(launched_at - discovery_skew_s)) {
-      if ((!s.cwd.empty() && s.cwd != workspace) || claims::all().taken(s.id))
-        continue;
-      for (const auto& row : state.rows_after({s.id}, baseline)) {
-        if (row.role != "user")
-          continue;
-        if (normalized_message(row.content).find(wanted) != std::string::npos && claims::all().take(s.id)) {
-          pin(s.id);
-          return row.id;
-        }
-        break;
-      }
-    }
-    return std::nullopt;
-  }
-
-  // Delivers, confirms by the new user row, re-delivers once (Hermes drops
-  // input while it cold-starts), then gives up with a clear error.
-  int64_t deliver_confirmed(const std::string& text, int64_t baseline) {
-    for (int attempt = 0; attempt < 2; ++attempt) {
-      deliver(text, options.settle_timeout);
-      auto until = clock_type::now() + options.confirm_timeout;
-      while (clock_type::now() < until) {
-        if (auto id = find_user_row(text, baseline))
-          return *id;
-        if (interrupt_sent)
-          throw protocol::runtime_error("interrupted before hermes accepted the message");
-        if (!tmux.alive())
-          throw protocol::runtime_error(exited_message);
-        std::this_thread::sleep_for(pane_poll);
-      }
-    }
-    throw protocol::runtime_error("hermes did not accept the message: no new user row in " +
-                                  state.path() + " after 2 deliveries");
-  }
-};
-
-namespace {
-
-// The approval prompt as a question to the client. The TUI waits on it;
-// the client's answer becomes the key of the chosen option, sent only while
-// the prompt still shows. A prompt that goes away unanswered was answered
-// at the terminal.
-class approval_watch {
-public:
-  approval_watch(native_session::impl& s, std::shared_ptr<turn_sink> sink) : s_(s), sink_(std::move(sink)) {}
-  // A prompt gone by the end of the turn was answered at the terminal
-  // (the turn went on); one still showing is left to the run's end.
-  ~approval_watch() {
-    if (!asking_.valid())
-      return;
-    bool showing = true;
-    try {
-      showing = parse_approval_prompt(s_.tmux.capture()).has_value();
-    } catch (const protocol::wire_error&) {
-      showing = false;
-    }
-    settle(showing ? "run ended" : "answered in the terminal");
-  }
-
-  void poll() {
-    std::optional<approval_prompt> prompt;
-    try {
-      prompt = parse_approval_prompt(s_.tmux.capture());
-    } catch (const protocol::wire_error&) {
-      return; // the TUI is gone; the run loop notices
-    }
-    if (asking_.valid()) {
-      if (!prompt) {
-        settle("answered in the terminal");
-        return;
-      }
-      if (asking_.wait_for(milliseconds(0)) != std::future_status::ready)
-        return;
-      std::string choice = asking_.get();
-      if (!choice.empty())
-        answer(*prompt, choice);
-      return;
-    }
-    if (!prompt) {
-      answered_at_.reset();
-      return;
-    }
-    if (answered_at_ && clock_type::now() - *answered_at_ < answer_echo)
-      return;
-    answered_at_.reset();
-    ask(*prompt);
-  }
-
-private:
-  void ask(const approval_prompt& prompt) {
-    json request;
-    request["command"] = prompt.preview;
-    request["description"] = "Hermes flagged a dangerous command. Run it?";
-    request["choices"] = prompt.choices();
-    auto offered = prompt.choices();
-    request["allow_permanent"] = std::find(offered.begin(), offered.end(), "always") != offered.end();
-    request["timeout_ms"] = static_cast<int64_t>(s_.options.approval_timeout_s * 1000);
-    request["harness"] = "native";
-    auto sink = sink_;
-    double timeout = s_.options.approval_timeout_s;
-    asking_ = std::async(std::launch::async, [sink, body = protocol::dumps(request), timeout] {
-      return sink->ask_approval(body, timeout);
-    });
-  }
-
-  void answer(const approval_prompt& prompt, const std::string& choice) {
-    std::string key = prompt.key_for(choice);
-    if (key.empty())
-      return;
-    std::lock_guard<std::mutex> lock(s_.input_mu);
-    try {
-      s_.tmux.send_keys({key});
-      if (prompt.legacy)
-        s_.tmux.send_keys({"Enter"});
-    } catch (const protocol::wire_error&) {
-      // The TUI went away; nothing waits for the key any more.
-    }
-    answered_at_ = clock_type::now();
-  }
-
-  void settle(const std::string& reason) {
-    if (!asking_.valid())
-      return;
-    sink_->withdraw_questions(reason);
-    asking_.get(); // the broker answers a withdrawn question at once
-  }
-
-  native_session::impl& s_;
-  std::shared_ptr<turn_sink> sink_;
-  std::future<std::string> asking_;
-  std::optional<clock_type::time_point> answered_at_;
-};
-
-} // namespace
+void native_session::impl::remember() {
+  json doc;
+  doc["launched_at"] = launched_at;
+  doc["workspace"] = workspace;
+  doc["session_id"] = session_id;
+  auto p = pinned();
+  doc["hermes_session_id"] = p ? json(*p) : json(nullptr);
+  write_json_file(dir + "/launch.json", doc);
+}
 
 native_session::native_session(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
 
@@ -480,9 +164,7 @@ std::shared_ptr<native_session> native_session::create(const std::string& sessio
     p->reattached = true;
     p->launched_at = remembered.value("launched_at", wall_now());
     if (remembered.contains("hermes_session_id") && remembered["hermes_session_id"].is_string()) {
-      std::string pinned = remembered["hermes_session_id"];
-      if (claims::all().take(pinned))
-        p->chain = {pinned};
+      p->pin_remembered(remembered["hermes_session_id"].get<std::string>());
     }
   } else {
     p->tmux.kill(); // a TUI in another workspace, or a stale socket
@@ -577,7 +259,7 @@ std::string native_session::run_turn(const std::shared_ptr<turn_sink>& sink, con
         }
       }
       if (now >= next_approval) {
-        next_approval = now + approval_poll;
+        next_approval = now + approval_watch::interval;
         approvals.poll();
       }
       std::this_thread::sleep_for(row_poll);

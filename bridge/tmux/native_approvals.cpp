@@ -1,0 +1,105 @@
+// The Dangerous Command prompt of a native session as a client question:
+// asked on its rising edge, answered with the chosen option's key while it
+// still shows, withdrawn when someone answers it at the terminal.
+#include "bridge/tmux/native_session_impl.hpp"
+
+#include "protocol/json_text.hpp"
+#include "protocol/wire_error.hpp"
+
+#include <algorithm>
+
+namespace hb::bridge::native_detail {
+
+namespace {
+
+// After a key answered the prompt, a prompt still showing this long later is
+// a new question (or the key was lost): ask again.
+constexpr milliseconds answer_echo{2000};
+
+} // namespace
+
+approval_watch::approval_watch(native_session::impl& s, std::shared_ptr<turn_sink> sink)
+  : s_(s), sink_(std::move(sink)) {}
+
+// A prompt gone by the end of the turn was answered at the terminal (the turn
+// went on); one still showing is left to the run's end.
+approval_watch::~approval_watch() {
+  if (!asking_.valid())
+    return;
+  bool showing = true;
+  try {
+    showing = parse_approval_prompt(s_.tmux.capture()).has_value();
+  } catch (const protocol::wire_error&) {
+    showing = false;
+  }
+  settle(showing ? "run ended" : "answered in the terminal");
+}
+
+void approval_watch::poll() {
+  std::optional<approval_prompt> prompt;
+  try {
+    prompt = parse_approval_prompt(s_.tmux.capture());
+  } catch (const protocol::wire_error&) {
+    return; // the TUI is gone; the run loop notices
+  }
+  if (asking_.valid()) {
+    if (!prompt) {
+      settle("answered in the terminal");
+      return;
+    }
+    if (asking_.wait_for(milliseconds(0)) != std::future_status::ready)
+      return;
+    std::string choice = asking_.get();
+    if (!choice.empty())
+      answer(*prompt, choice);
+    return;
+  }
+  if (!prompt) {
+    answered_at_.reset();
+    return;
+  }
+  if (answered_at_ && clock_type::now() - *answered_at_ < answer_echo)
+    return;
+  answered_at_.reset();
+  ask(*prompt);
+}
+
+void approval_watch::ask(const approval_prompt& prompt) {
+  auto offered = prompt.choices();
+  nlohmann::json request;
+  request["command"] = prompt.preview;
+  request["description"] = "Hermes flagged a dangerous command. Run it?";
+  request["choices"] = offered;
+  request["allow_permanent"] = std::find(offered.begin(), offered.end(), "always") != offered.end();
+  request["timeout_ms"] = static_cast<int64_t>(s_.options.approval_timeout_s * 1000);
+  request["harness"] = "native";
+  auto sink = sink_;
+  double timeout = s_.options.approval_timeout_s;
+  asking_ = std::async(std::launch::async, [sink, body = protocol::dumps(request), timeout] {
+    return sink->ask_approval(body, timeout);
+  });
+}
+
+void approval_watch::answer(const approval_prompt& prompt, const std::string& choice) {
+  std::string key = prompt.key_for(choice);
+  if (key.empty())
+    return;
+  std::lock_guard<std::mutex> lock(s_.input_mu);
+  try {
+    s_.tmux.send_keys({key});
+    if (prompt.legacy)
+      s_.tmux.send_keys({"Enter"});
+  } catch (const protocol::wire_error&) {
+    // The TUI went away; nothing waits for the key any more.
+  }
+  answered_at_ = clock_type::now();
+}
+
+void approval_watch::settle(const std::string& reason) {
+  if (!asking_.valid())
+    return;
+  sink_->withdraw_questions(reason);
+  asking_.get(); // the broker answers a withdrawn question at once
+}
+
+} // namespace hb::bridge::native_detail

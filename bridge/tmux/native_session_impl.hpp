@@ -1,0 +1,115 @@
+// The inside of a native session, shared by the files that implement it:
+// native_session.cpp (launch, re-attach and the turn loop), native_delivery.cpp
+// (getting a message into the TUI and finding the row it became) and
+// native_approvals.cpp (the Dangerous Command prompt as a client question).
+#pragma once
+
+#include "bridge/tmux/hermes_state.hpp"
+#include "bridge/tmux/native_session.hpp"
+#include "bridge/tmux/pane_text.hpp"
+#include "bridge/tmux/tmux_server.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <future>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace hb::bridge {
+
+namespace native_detail {
+
+using clock_type = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+constexpr milliseconds pane_poll{200};
+constexpr milliseconds alive_poll{1000};
+extern const char* const exited_message;
+
+std::string without_whitespace(const std::string& s);
+
+} // namespace native_detail
+
+struct native_session::impl {
+  using clock_type = native_detail::clock_type;
+  using milliseconds = native_detail::milliseconds;
+
+  std::string session_id;
+  std::string workspace;
+  std::string dir;
+  native_options options;
+  tmux_server tmux;
+  hermes_state state;
+  double launched_at = 0;
+  bool reattached = false;
+
+  std::mutex input_mu;             // one paste or key sequence at a time
+  mutable std::mutex mu;           // guards the fields below
+  std::vector<std::string> chain;  // the pinned Hermes session and its compression children
+  nlohmann::json history = nlohmann::json::array();
+  std::atomic<bool> alive{true};
+  std::atomic<bool> turn_live{false};
+  std::atomic<bool> interrupt_sent{false};
+  std::atomic<clock_type::rep> interrupt_at{0}; // written by interrupt(), read by the turn
+
+  std::mutex watch_mu;
+  std::condition_variable watch_cv;
+  bool stopping = false;
+  std::thread watcher;
+
+  impl(std::string id, std::string ws, std::string d, native_options o, std::string tmux_bin);
+  ~impl();
+
+  // native_session.cpp
+  void start_watching(); // keeps `alive` current while nobody runs a turn
+  void stop_watching();
+  void remember();       // what a re-attaching daemon needs to find its way back
+
+  // native_delivery.cpp
+  std::optional<std::string> pinned() const;
+  std::vector<std::string> sessions() const;
+  bool pin_remembered(const std::string& id); // re-attach: the session pinned before
+  void follow_children();
+  void deliver(const std::string& text, milliseconds settle_limit);
+  int64_t deliver_confirmed(const std::string& text, int64_t baseline);
+
+private:
+  void pin(const std::string& id);
+  std::string settle(milliseconds limit);
+  std::optional<int64_t> find_user_row(const std::string& text, int64_t baseline);
+};
+
+namespace native_detail {
+
+// The approval prompt as a question to the client. The TUI waits on it;
+// the client's answer becomes the key of the chosen option, sent only while
+// the prompt still shows. A prompt that goes away unanswered was answered
+// at the terminal.
+class approval_watch {
+public:
+  static constexpr milliseconds interval{300};
+
+  approval_watch(native_session::impl& s, std::shared_ptr<turn_sink> sink);
+  ~approval_watch();
+  void poll();
+
+private:
+  void ask(const approval_prompt& prompt);
+  void answer(const approval_prompt& prompt, const std::string& choice);
+  void settle(const std::string& reason);
+
+  native_session::impl& s_;
+  std::shared_ptr<turn_sink> sink_;
+  std::future<std::string> asking_;
+  std::optional<clock_type::time_point> answered_at_;
+};
+
+} // namespace native_detail
+
+} // namespace hb::bridge
