@@ -477,7 +477,7 @@ void on_steer(session_actor* self, const std::string& text, caf::response_promis
 }
 
 // Stops the live turn, if any, on the agent's own terms and the broker's.
-void stop_turn(session_actor* self, const std::string& why) {
+void stop_turn(session_actor* self, const std::string& why, bool daemon_stops = false) {
   auto& st = self->state;
   if (st.busy && st.replay_stop) {
     *st.replay_stop = true;
@@ -488,9 +488,12 @@ void stop_turn(session_actor* self, const std::string& why) {
     return;
   auto agent = st.agent;
   std::string message = protocol::dumps(json(why));
-  blocking_detach(self, [agent, message] {
+  blocking_detach(self, [agent, message, daemon_stops] {
     try {
-      agent->interrupt(message);
+      if (daemon_stops)
+        agent->let_go(message);
+      else
+        agent->interrupt(message);
     } catch (const protocol::wire_error&) {
       // An agent that cannot be interrupted finishes its turn on its own.
     }
@@ -618,7 +621,7 @@ caf::behavior session_behavior(session_actor* self, std::string id, session_link
         rp.deliver(true);
       } else {
         st.draining.push_back(rp);
-        stop_turn(self, "hermes-bridge is shutting down");
+        stop_turn(self, "hermes-bridge is shutting down", true);
       }
       return rp;
     },

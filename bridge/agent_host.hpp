@@ -38,6 +38,10 @@ public:
   virtual std::string run_turn(const std::shared_ptr<turn_sink>& sink,
                                const std::string& request_json) = 0;
   virtual void interrupt(const std::string& message_json) = 0; // throws protocol::wire_error
+  // The daemon stops: end the live turn soon. An embedded turn is
+  // interrupted; a native one is only let go (the TUI, which outlives the
+  // daemon, finishes what it was asked).
+  virtual void let_go(const std::string& message_json) { interrupt(message_json); }
   virtual bool steer(const std::string& text) = 0;             // throws protocol::wire_error
   // False once the host can run no more turns (the TUI exited): the next
   // chat builds a new one.

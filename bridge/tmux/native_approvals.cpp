@@ -82,7 +82,7 @@ void approval_watch::ask(const approval_prompt& prompt) {
 
 void approval_watch::answer(const approval_prompt& prompt, const std::string& choice) {
   std::string key = prompt.key_for(choice);
-  if (key.empty())
+  if (key.empty() || s_.let_go) // a stopping daemon answers nothing for the person at the TUI
     return;
   std::lock_guard<std::mutex> lock(s_.input_mu);
   try {

@@ -195,7 +195,7 @@ int64_t native_session::impl::deliver_confirmed(const std::string& text, int64_t
     while (clock_type::now() < until) {
       if (auto id = find_user_row(text, baseline))
         return *id;
-      if (interrupt_sent)
+      if (interrupt_sent || let_go)
         throw protocol::runtime_error("interrupted before hermes accepted the message");
       if (!tmux.alive())
         throw protocol::runtime_error(exited_message);

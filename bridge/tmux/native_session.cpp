@@ -193,6 +193,7 @@ std::shared_ptr<native_session> native_session::create(const std::string& sessio
 
 void native_session::prepare_turn() {
   impl_->interrupt_sent = false;
+  impl_->let_go = false;
 }
 
 std::string native_session::run_turn(const std::shared_ptr<turn_sink>& sink, const std::string& request_json) {
@@ -240,7 +241,7 @@ std::string native_session::run_turn(const std::shared_ptr<turn_sink>& sink, con
       for (const auto& row : s.state.rows_after(s.sessions(), mirror.cursor()))
         if (!mirror.finished())
           mirror.feed(row);
-      if (mirror.finished())
+      if (mirror.finished() || s.let_go)
         break;
       auto now = clock_type::now();
       if (s.interrupt_sent &&
@@ -270,6 +271,10 @@ std::string native_session::run_turn(const std::shared_ptr<turn_sink>& sink, con
     }
     if (failure)
       return outcome("error", result(false, false), failure, mirror.history());
+    if (s.let_go && !mirror.finished())
+      return outcome("interrupted", result(false, false),
+                     std::string("hermes-bridge stopped mirroring this turn; the TUI goes on with it"),
+                     mirror.history());
     bool interrupted = s.interrupt_sent || mirror.interrupted();
     return outcome(interrupted ? "interrupted" : "complete", result(mirror.finished(), interrupted),
                    std::nullopt, mirror.history());
@@ -293,6 +298,10 @@ void native_session::interrupt(const std::string&) {
   } catch (const protocol::wire_error&) {
     // A TUI that is gone has nothing left to stop.
   }
+}
+
+void native_session::let_go(const std::string&) {
+  impl_->let_go = true;
 }
 
 bool native_session::steer(const std::string& text) {

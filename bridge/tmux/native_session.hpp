@@ -45,6 +45,7 @@ public:
   void prepare_turn() override;
   std::string run_turn(const std::shared_ptr<turn_sink>& sink, const std::string& request_json) override;
   void interrupt(const std::string& message_json) override;
+  void let_go(const std::string& message_json) override;
   bool steer(const std::string& text) override;
   bool usable() const override;
   std::string live_status() const override;

@@ -56,6 +56,7 @@ struct native_session::impl {
   std::atomic<bool> alive{true};
   std::atomic<bool> turn_live{false};
   std::atomic<bool> interrupt_sent{false};
+  std::atomic<bool> let_go{false}; // the daemon stops: stop mirroring, leave the TUI be
   std::atomic<clock_type::rep> interrupt_at{0}; // written by interrupt(), read by the turn
 
   std::mutex watch_mu;

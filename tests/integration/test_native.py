@@ -307,6 +307,26 @@ class NativeLifecycle(NativeFixture):
         self.assertEqual(tmux(sock, "display-message", "-p", "-t", "main", "#{pane_pid}").stdout.strip(), pid)
         self.assertEqual(self.user_rows(), ["before restart", "after restart"])
 
+    def test_sigterm_lets_a_live_turn_go_on_in_the_tui(self):
+        run_id = self.chat("n-term", "slow 4")["run_id"]
+        self.wait_for(lambda: "slow 4" in self.user_rows(), what="user row")
+        started = time.monotonic()
+        self.bridge.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(self.bridge.proc.wait(15), 0)
+        self.assertLess(time.monotonic() - started, 4, "the daemon waited for the TUI's turn")
+        # Nobody pressed Escape: the TUI finishes the turn it was given.
+        with_escape = [e for e in self.tui_log_entries() if e.get("bytes", "").startswith("\\x1b")
+                       and not e["bytes"].startswith("\\x1b[")]
+        self.assertEqual(with_escape, [])
+        def answered():
+            with sqlite3.connect(self.state_db) as db:
+                return db.execute("SELECT content FROM messages WHERE content LIKE 'slept 4%'").fetchone()
+        self.wait_for(answered, timeout=10, what="the TUI's own answer")
+        self.bridge = self.start_bridge()
+        out = self.bridge.request({"action": "get_output", "run_id": run_id})
+        self.assertEqual(out["status"], "interrupted", out)
+        self.assertIn("stopped mirroring", out["error"])
+
     def test_missing_binary_is_a_clear_error_not_a_crash(self):
         missing = self.start_bridge(hermes_bin=self.tmp / "no-such-hermes")
         out = missing.chat("n-missing", "hi", harness="native")
