@@ -66,6 +66,24 @@ std::string get_output_line(const storage::run_snapshot& run, int64_t cursor, bo
   return w.finish();
 }
 
+std::string get_output_line(const storage::finished_run& run, int64_t cursor, bool include_output,
+                            const std::string& events_json) {
+  object_writer w;
+  w.boolean("ok", true)
+    .str("run_id", run.run_id)
+    .str("session_id", run.session_id)
+    .str("status", run.status)
+    .str("delta", run.text_from(cursor))
+    .integer("cursor", run.delta_count());
+  if (include_output)
+    w.raw("output", run.quoted_text);
+  w.boolean("done", true);
+  optional_raw(w, "result", run.result);
+  optional_str(w, "error", run.error);
+  w.raw("events", events_json).integer("event_cursor", run.event_count);
+  return w.finish();
+}
+
 std::string get_result_line(const storage::run_snapshot& run) {
   object_writer w;
   w.boolean("ok", true)

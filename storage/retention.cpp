@@ -66,6 +66,10 @@ bool pruner::step(SQLite::Database& db, const retention_policy& policy, double n
     mark.bind(1, now);
     mark.bind(2, *current_);
     mark.exec();
+    SQLite::Statement id(db, "SELECT run_id FROM runs WHERE run_no=?");
+    id.bind(1, *current_);
+    if (id.executeStep())
+      pruned_.push_back(id.getColumn(0).getString());
   }
   int gone = delete_chunk(db, "deltas", *current_, policy.rows_per_step) +
              delete_chunk(db, "events", *current_, policy.rows_per_step);

@@ -11,6 +11,9 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace hb::storage {
 
@@ -29,10 +32,15 @@ public:
   // Bytes of the log in use (pages not on the free list).
   static int64_t live_bytes(SQLite::Database& db);
 
+  // Runs marked pruned by the steps since the last call (their ids), so
+  // copies kept elsewhere (the finished-run cache) can be dropped.
+  std::vector<std::string> take_pruned() { return std::exchange(pruned_, {}); }
+
 private:
   std::optional<int64_t> choose_run(SQLite::Database& db, const retention_policy& policy, double now);
   std::optional<int64_t> current_; // the run whose rows are being deleted
   bool resumed_ = false;
+  std::vector<std::string> pruned_;
 };
 
 } // namespace hb::storage

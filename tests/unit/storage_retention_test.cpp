@@ -67,9 +67,15 @@ TEST_CASE("old finished runs are pruned, a session's latest run and live runs ar
   policy.rows_per_step = 7; // several steps per run
   hb::storage::pruner pruner;
   int steps = 0;
-  while (pruner.step(w.database(), policy, now))
+  std::vector<std::string> marked;
+  while (pruner.step(w.database(), policy, now)) {
     REQUIRE(++steps < 100);
+    for (auto& id : pruner.take_pruned())
+      marked.push_back(id);
+  }
   CHECK(steps > 2);
+  CHECK(marked == std::vector<std::string>{"old-a1", "old-a2"}); // what caches must drop
+  CHECK(pruner.take_pruned().empty());
 
   hb::storage::log_reader r(log.path);
   CHECK(pruned(r, "old-a1"));
