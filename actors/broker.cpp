@@ -370,7 +370,7 @@ caf::behavior broker_behavior(broker_actor* self, int listen_fd,
   for (const auto& row : *dormant)
     st.sessions.emplace(row.session_id,
                         spawn_dormant_session(self->system(), row, links_for_sessions(self)));
-  st.acceptor = self->add_doorman(static_cast<caf::io::network::native_socket>(listen_fd));
+  st.acceptor = listen_on_fd(self, listen_fd);
   self->send(st.links.writer, watch_atom::value); // commits are reported back for pushes
   self->delayed_send(self, st.settings->gc_interval, tick_atom::value);
   self->delayed_send(self, sweep_period(*st.settings), read_due_atom::value);

@@ -1,9 +1,17 @@
 // Connections: framing, answers in request order, one-shot versus
-// keepalive connections, read deadlines, idle keepalive connections, and
-// the write limit of streaming connections.
+// keepalive connections, a client's EOF, read deadlines, idle keepalive
+// connections, and the write limits of ordinary and streaming connections.
 #include "actors/broker_state.hpp"
 
+#include "actors/daemon_log.hpp"
 #include "protocol/request.hpp"
+
+#include <caf/config.hpp>
+#include <caf/io/network/default_multiplexer.hpp>
+#include <caf/io/network/doorman_impl.hpp>
+#include <caf/io/network/scribe_impl.hpp>
+
+#include <sys/socket.h>
 
 namespace hb::actors {
 
@@ -12,6 +20,82 @@ using protocol::error_line;
 void handle_line(broker_actor* self, handle h, const std::string& line); // broker.cpp
 
 namespace {
+
+// -- a client's EOF --------------------------------------------------------------
+//
+// CAF 0.17 treats a read of 0 bytes (the client's EOF) like a broken
+// connection: the scribe leaves the broker with a connection_closed_msg,
+// and nothing can be written to it any more. A client that sends its
+// request and then shuts down its sending side (`sendall(...);
+// shutdown(SHUT_WR); recv()`, or `nc -N`) is still waiting for its
+// answers, and the seed answers it. These scribes stay with the broker
+// when the client has only finished sending, and report that as a 0-byte
+// new_data_msg (a real read never delivers 0 bytes); the broker answers
+// what was asked, then closes the connection as usual. Answers keep going
+// through the one stream of the socket, so they stay in order.
+//
+// The hooks are the ones CAF calls while detaching a servant after an I/O
+// failure (manager::detach: detach_from, then detach_message), checked
+// against CAF's sources (the same from 0.17.3 to 0.17.6, Debian's); ids of
+// connection handles are socket fds.
+static_assert(CAF_MAJOR_VERSION == 0 && CAF_MINOR_VERSION == 17,
+              "check half_close_scribe against this CAF version's manager::detach");
+
+class half_close_scribe final : public caf::io::network::scribe_impl {
+public:
+  using scribe_impl::scribe_impl;
+
+  void graceful_shutdown() override {
+    closing_ = true; // the broker closes it: a real detach
+    scribe_impl::graceful_shutdown();
+  }
+
+protected:
+  void detach_from(caf::io::abstract_broker* broker) override {
+    // Called once the scribe has already let go of its broker. A first
+    // failure on a socket whose peer has only finished sending is the EOF:
+    // take the broker back instead of leaving it. Anything else (the broker
+    // closing it, an error, a write into a gone client) detaches for good.
+    eof_ = !closing_ && !eof_seen_ && peer_finished_sending();
+    if (!eof_)
+      return scribe_impl::detach_from(broker);
+    eof_seen_ = true;
+    set_parent(broker);
+  }
+
+  caf::message detach_message() override {
+    if (eof_)
+      return caf::make_message(caf::io::new_data_msg{hdl(), {}});
+    return scribe_impl::detach_message();
+  }
+
+private:
+  bool peer_finished_sending() const {
+    char byte;
+    return ::recv(static_cast<int>(hdl().id()), &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+  }
+
+  bool closing_ = false;
+  bool eof_seen_ = false;
+  bool eof_ = false;
+};
+
+class half_close_doorman final : public caf::io::network::doorman_impl {
+public:
+  using doorman_impl::doorman_impl;
+
+  bool new_connection() override {
+    if (detached())
+      return false; // closed while the accept was under way
+    auto& mx = acceptor_.backend();
+    caf::io::network::native_socket fd = acceptor_.accepted_socket();
+    caf::io::network::keepalive(fd, true); // as CAF's own scribes
+    caf::io::scribe_ptr scribe = caf::make_counted<half_close_scribe>(mx, fd);
+    handle h = scribe->hdl();
+    parent()->add_scribe(std::move(scribe));
+    return doorman::new_connection(&mx, h);
+  }
+};
 
 std::string with_id(std::string line, const std::string& id) {
   if (id.empty())
@@ -39,10 +123,77 @@ void close_now(broker_actor* self, handle h) {
 }
 
 bool waits_for_a_line(const connection& conn) {
-  return conn.reader.buffered() > 0 || (!conn.keepalive && conn.next_request == 0);
+  return conn.reader.buffered() > 0 || (!conn.keepalive && conn.next_request == conn.first_seq);
+}
+
+// Everything asked has been answered and no more will be asked.
+void close_if_done(broker_actor* self, handle h) {
+  auto it = self->state.connections.find(h.id());
+  if (it == self->state.connections.end())
+    return;
+  const connection& conn = it->second;
+  if (!conn.streaming && conn.next_answer == conn.next_request &&
+      (conn.peer_done || (!conn.keepalive && conn.one_shot_taken)))
+    close_now(self, h);
+}
+
+// The client sent EOF. Like the seed, what it sent without a final newline
+// is its last request (on a connection that has not asked anything yet,
+// even nothing at all, which is an "empty request"); the connection closes
+// once every request is answered. A subscription ends, as it always did.
+void on_peer_done(broker_actor* self, handle h) {
+  auto it = self->state.connections.find(h.id());
+  if (it == self->state.connections.end())
+    return;
+  auto& conn = it->second;
+  conn.peer_done = true;
+  if (!conn.streaming && !conn.one_shot_taken && !conn.reader.overflowed()) {
+    std::string rest = conn.reader.take_rest();
+    if (!rest.empty() || conn.next_request == conn.first_seq)
+      handle_line(self, h, rest);
+  }
+  it = self->state.connections.find(h.id()); // answering may have closed it
+  if (it == self->state.connections.end())
+    return;
+  if (it->second.streaming)
+    return close_now(self, h);
+  close_if_done(self, h);
+}
+
+// A client that asks and does not read (pipelined requests, never a recv)
+// would make the daemon hold every answer. Past --client-buffer-bytes
+// waiting for it, the connection is cut: what it holds is dropped, not
+// sent, since nobody is reading it.
+bool over_client_limit(broker_actor* self, handle h, const connection& conn, uint64_t more) {
+  uint64_t waiting = self->wr_buf(h).size() + conn.ready_bytes;
+  uint64_t limit = self->state.settings->client_buffer_bytes;
+  if (waiting == 0 || waiting + more <= limit)
+    return false; // one answer larger than the limit still goes out whole
+  log_event(log_level::warn, "connection.cut_off", "a client stopped reading its answers",
+            {{"connection", std::to_string(h.id())},
+             {"waiting_bytes", std::to_string(waiting)},
+             {"next_answer_bytes", std::to_string(more)},
+             {"limit", std::to_string(limit) + " (--client-buffer-bytes)"}});
+  std::vector<char>().swap(self->wr_buf(h)); // not yet handed to the socket: gone
+  // What the socket already holds would keep its memory until the client
+  // reads or leaves; shutting the socket down fails that write at once.
+  ::shutdown(static_cast<int>(h.id()), SHUT_RDWR);
+  close_now(self, h);
+  return true;
 }
 
 } // namespace
+
+caf::io::accept_handle listen_on_fd(broker_actor* self, int listen_fd) {
+  auto fd = static_cast<caf::io::network::native_socket>(listen_fd);
+  auto* mx = dynamic_cast<caf::io::network::default_multiplexer*>(&self->backend());
+  if (!mx)
+    return self->add_doorman(fd); // another backend: EOF ends connections as CAF does
+  caf::io::doorman_ptr doorman = caf::make_counted<half_close_doorman>(*mx, fd);
+  auto h = doorman->hdl();
+  self->add_doorman(std::move(doorman));
+  return h;
+}
 
 void on_new_connection(broker_actor* self, handle h) {
   auto& st = self->state;
@@ -56,13 +207,15 @@ void on_new_connection(broker_actor* self, handle h) {
     self->close(h);
     return;
   }
-  st.connections.emplace(h.id(), connection(st.settings->max_line_bytes));
+  st.connections.emplace(h.id(), connection(st.settings->max_line_bytes, ++st.next_serial));
   self->configure_read(h, caf::io::receive_policy::at_most(8192)); // requests are small; big ones come in pieces
 }
 
 void on_data(broker_actor* self, const caf::io::new_data_msg& msg) {
   auto& conns = self->state.connections;
   auto it = conns.find(msg.handle.id());
+  if (it != conns.end() && msg.buf.empty())
+    return on_peer_done(self, msg.handle); // see half_close_scribe
   if (it == conns.end() || it->second.one_shot_taken || it->second.streaming)
     return; // like the seed: bytes after a one-shot request are ignored
   it->second.last_activity = std::chrono::steady_clock::now();
@@ -95,20 +248,36 @@ void on_connection_closed(broker_actor* self, handle h) {
 
 void respond(broker_actor* self, const reply_to& to, std::string line) {
   auto it = self->state.connections.find(to.h.id());
-  if (it == self->state.connections.end())
+  if (it == self->state.connections.end() || !it->second.owns(to.seq))
     return; // the client left before its answer was ready
   auto& conn = it->second;
-  auto& slot = conn.ready[to.seq]; // a subscription may queue several lines here
-  slot += (slot.empty() ? "" : "\n") + with_id(std::move(line), to.id);
-  while (!conn.ready.empty() && conn.ready.begin()->first == conn.next_answer) {
-    write_line(self, to.h, conn.ready.begin()->second);
-    conn.ready.erase(conn.ready.begin());
+  std::string text = with_id(std::move(line), to.id);
+  // Subscriptions have their own limit (push_line).
+  if (!conn.streaming && over_client_limit(self, to.h, conn, text.size() + 1))
+    return;
+  if (conn.ready.empty() && to.seq == conn.next_answer) {
+    write_line(self, to.h, text); // the usual case: nothing earlier is missing
     ++conn.next_answer;
+  } else {
+    auto& slot = conn.ready[to.seq]; // a subscription may queue several lines here
+    conn.ready_bytes += text.size() + 1; // its text and a newline
+    if (slot.empty()) {
+      slot = std::move(text);
+    } else {
+      slot += '\n';
+      slot += text;
+    }
+    while (!conn.ready.empty() && conn.ready.begin()->first == conn.next_answer) {
+      auto first = conn.ready.begin();
+      conn.ready_bytes -= std::min<uint64_t>(conn.ready_bytes, first->second.size() + 1);
+      write_line(self, to.h, first->second);
+      conn.ready.erase(first);
+      ++conn.next_answer;
+    }
   }
   self->flush(to.h);
   conn.last_activity = std::chrono::steady_clock::now();
-  if (!conn.keepalive && !conn.streaming && conn.one_shot_taken && conn.next_answer == conn.next_request)
-    close_now(self, to.h);
+  close_if_done(self, to.h);
 }
 
 void respond_error(broker_actor* self, const reply_to& to, const protocol::wire_error& e) {
@@ -136,7 +305,7 @@ void cut_off(broker_actor* self, const watcher& w, const std::string& why) {
 
 bool push_line(broker_actor* self, const reply_to& to, const std::string& line, const watcher& w) {
   auto it = self->state.connections.find(to.h.id());
-  if (it == self->state.connections.end())
+  if (it == self->state.connections.end() || !it->second.owns(to.seq))
     return false;
   auto& conn = it->second;
   uint64_t limit = self->state.settings->subscriber_buffer_bytes;
@@ -200,7 +369,7 @@ void sweep_connections(broker_actor* self) {
   auto now = std::chrono::steady_clock::now();
   std::vector<int64_t> late, idle;
   for (auto& [id, conn] : st.connections) {
-    if (conn.streaming || conn.one_shot_taken)
+    if (conn.streaming || conn.one_shot_taken || conn.peer_done)
       continue;
     if (waits_for_a_line(conn)) {
       if (now - conn.last_activity >= st.settings->read_timeout)

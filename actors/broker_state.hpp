@@ -31,18 +31,31 @@ struct reply_to {
   std::string id;
 };
 
+// Request numbers are unique across connections: the high 32 bits are the
+// connection's serial, the low 32 its requests in order. A handle's id is
+// the socket's fd, which the kernel hands to the next client once this one
+// is gone; an answer still on its way for the old client is then told
+// apart from the new client's own answers and dropped.
+constexpr int serial_shift = 32;
+
 struct connection {
-  explicit connection(size_t max_line) : reader(max_line) {}
+  connection(size_t max_line, uint64_t serial)
+      : reader(max_line), first_seq(serial << serial_shift), next_request(first_seq),
+        next_answer(first_seq) {}
   protocol::line_reader reader;
   steady_time last_activity = std::chrono::steady_clock::now();
   bool keepalive = false;  // a request asked for it: read and answer more lines
   bool one_shot_taken = false; // without keepalive: one request, later bytes ignored
   bool streaming = false;  // a subscription owns the connection
   bool authenticated = false; // --token-file: a request carried the token
-  uint64_t next_request = 0;
-  uint64_t next_answer = 0;
+  bool peer_done = false;  // the client sent EOF: answer what was asked, then close
+  uint64_t first_seq;
+  uint64_t next_request;
+  uint64_t next_answer;
   std::map<uint64_t, std::string> ready; // answers waiting for earlier ones
+  uint64_t ready_bytes = 0;              // their size
   uint64_t unsent_bytes = 0;             // streaming: written but not yet sent
+  bool owns(uint64_t seq) const { return seq >> serial_shift == first_seq >> serial_shift; }
 };
 
 // A client waiting for a run's output: a long-poll (answered once) or a
@@ -72,6 +85,7 @@ struct broker_state {
   std::map<std::string, caf::actor> sessions;
   question_table questions;
   std::unordered_map<int64_t, connection> connections;
+  uint64_t next_serial = 0; // see connection::first_seq
   std::unordered_map<uint64_t, watcher> watchers;
   uint64_t next_watcher = 0;
   caf::io::accept_handle acceptor;
@@ -82,6 +96,10 @@ struct broker_state {
 using broker_actor = caf::stateful_actor<broker_state, caf::io::broker>;
 
 // -- broker_connections.cpp ----------------------------------------------------
+// Listens on `listen_fd` with connections that keep answering after the
+// client's EOF (a request line without its newline, then shutdown(SHUT_WR),
+// is answered like the seed answers it).
+caf::io::accept_handle listen_on_fd(broker_actor* self, int listen_fd);
 void on_new_connection(broker_actor* self, handle h);
 void on_data(broker_actor* self, const caf::io::new_data_msg& msg);
 void on_connection_closed(broker_actor* self, handle h);

@@ -70,6 +70,7 @@ struct daemon_settings {
   std::chrono::milliseconds keepalive_idle{300'000};
   uint64_t subscriber_buffer_bytes = 8u << 20;
   std::chrono::milliseconds subscriber_stall{30'000};
+  uint64_t client_buffer_bytes = 64u << 20; // answers waiting for a client that does not read
   std::chrono::seconds idle_timeout{30 * 60};
   std::chrono::seconds gc_interval{60};
   std::chrono::seconds drain_timeout{5};

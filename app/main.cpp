@@ -74,6 +74,7 @@ struct serve_flags {
   int64_t keepalive_idle_ms = 300'000;
   uint64_t subscriber_buffer_bytes = 8u << 20;
   int64_t subscriber_stall_ms = 30'000;
+  uint64_t client_buffer_bytes = 64u << 20;
   double retain_days = 30;
   int64_t retain_mb = 4096;
   double prune_interval_s = 60;
@@ -185,6 +186,7 @@ int run_serve(const serve_flags& flags, int ready_fd) {
   settings.keepalive_idle = std::chrono::milliseconds(flags.keepalive_idle_ms);
   settings.subscriber_buffer_bytes = flags.subscriber_buffer_bytes;
   settings.subscriber_stall = std::chrono::milliseconds(flags.subscriber_stall_ms);
+  settings.client_buffer_bytes = flags.client_buffer_bytes;
   settings.retain_days = flags.retain_days;
   settings.retain_mb = flags.retain_mb;
   settings.prune_interval = std::chrono::milliseconds(static_cast<int64_t>(flags.prune_interval_s * 1000));
@@ -308,6 +310,12 @@ int main(int argc, char** argv) {
                     "a subscriber that has not read what it was sent for this long is cut off with "
                     "the cursors to resume from")
     ->envname("HERMES_BRIDGE_SUBSCRIBER_STALL_MS")
+    ->check(CLI::PositiveNumber)
+    ->capture_default_str();
+  serve->add_option("--client-buffer-bytes", flags.client_buffer_bytes,
+                    "a connection with this many bytes of answers waiting for its client to read "
+                    "them is closed (one larger answer still goes out whole)")
+    ->envname("HERMES_BRIDGE_CLIENT_BUFFER_BYTES")
     ->check(CLI::PositiveNumber)
     ->capture_default_str();
   serve->add_option("--max-line-bytes", flags.max_line_bytes, "longest request line accepted")

@@ -249,6 +249,15 @@ class InterruptSteerTests(FakeAgentTestCase):
         self.assertNotIn("d99", result["final_response"])
         self.assertFalse(agent.is_interrupted, "a consumed interrupt is cleared at turn end")
 
+    def test_flood_sends_big_deltas(self):
+        rec = Recorder()
+        agent = run_agent.AIAgent(**rec.agent_kwargs())
+        result = agent.run_conversation("script:flood 0.5 16")
+        deltas = [c[2][0] for c in rec.calls if c[0] == "stream_delta_callback" and c[2][0]]
+        self.assertEqual(len(deltas), 32)
+        self.assertTrue(all(len(d) == 16 * 1024 and d.endswith("f ") for d in deltas))
+        self.assertEqual(result["final_response"], "".join(deltas))
+
     def test_stale_interrupt_and_clear_interrupt(self):
         agent = run_agent.AIAgent()
         agent.interrupt("stale")

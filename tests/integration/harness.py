@@ -205,11 +205,58 @@ class Bridge:
             time.sleep(0.02)
         raise AssertionError(f"no {name} within {timeout}s")
 
+    def half_close(self, payload: bytes, timeout: float = 30.0) -> bytes:
+        """Sends bytes, then EOF (shutdown(SHUT_WR)); returns everything the
+        bridge wrote before closing."""
+        with self.connect(timeout) as sock:
+            sock.sendall(payload)
+            sock.shutdown(socket.SHUT_WR)
+            chunks = []
+            while chunk := sock.recv(65536):
+                chunks.append(chunk)
+            return b"".join(chunks)
+
+    # -- the process, seen from outside -------------------------------------------
+    def status_kb(self, field: str) -> int:
+        """A /proc/<pid>/status field in kB, e.g. VmRSS or VmHWM."""
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+        raise AssertionError(f"no {field} in /proc/{self.proc.pid}/status")
+
+    def rss_mb(self) -> float:
+        return self.status_kb("VmRSS") / 1024
+
+    def open_fds(self) -> int:
+        return len(os.listdir(f"/proc/{self.proc.pid}/fd"))
+
+    def log_has(self, text: str, timeout: float = 30.0) -> bool:
+        """Waits until the daemon's stderr contains `text`."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if text in self.stderr():
+                return True
+            time.sleep(0.05)
+        return text in self.stderr()
+
     def agent_log_entries(self) -> list[dict]:
         try:
             return [json.loads(line) for line in self.agent_log.read_text().splitlines() if line.strip()]
         except OSError:
             return []
+
+
+def sanitized_build() -> bool:
+    """True for an AddressSanitizer build (HB_SANITIZE=1, or a binary built
+    with -DHB_SANITIZE=ON): its allocator keeps freed memory in quarantine,
+    so memory measurements mean nothing there, and everything runs slower."""
+    if os.environ.get("HB_SANITIZE", "") not in ("", "0"):
+        return True
+    try:
+        cache = (bridge_binary().parent / "CMakeCache.txt").read_text(errors="replace")
+    except OSError:
+        return False
+    return "HB_SANITIZE:BOOL=ON" in cache
 
 
 def free_port() -> int:

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 import unittest
 
-from harness import Bridge
+from harness import Bridge, sanitized_build
 
 # (name, raw request bytes, expected error_type or None for ok, text the error must contain)
 TABLE = [
@@ -64,6 +65,45 @@ LENIENT = [
 ]
 
 
+# A request line without its newline, then EOF (sendall(...);
+# shutdown(SHUT_WR); recv()): answered like the seed answers it, the last
+# bytes being the request. (name, bytes sent before EOF, the answers; "time"
+# is left out of pongs)
+HALF_CLOSED = [
+    ("ping", b'{"action": "ping"}',
+     [{"ok": True, "pong": True, "agent_root": None}]),
+    ("nothing at all", b"",
+     [{"ok": False, "error": "empty request", "error_type": "RuntimeError"}]),
+    ("only blanks", b" \t ",
+     [{"ok": False, "error": "empty request", "error_type": "RuntimeError"}]),
+    ("half a request", b'{"action": "pi',
+     [{"ok": False, "error": "request is not valid JSON (byte 15): parse error at line 1, column 15: syntax "
+                             "error while parsing value - invalid string: missing closing quote; last read: '\"pi'",
+       "error_type": "JSONDecodeError"}]),
+    ("unknown action", b'{"action": "rm -rf"}',
+     [{"ok": False, "error": "unknown action: rm -rf", "error_type": "ValueError"}]),
+    ("keepalive requests, the last one without newline",
+     b'{"action": "ping", "keepalive": true, "id": 1}\n{"action": "destroy", "session_id": "nobody", "id": 2}',
+     [{"ok": True, "id": 1, "pong": True, "agent_root": None},
+      {"ok": True, "id": 2, "session_id": "nobody", "destroyed": False}]),
+    ("keepalive requests, then EOF after the newline",
+     b'{"action": "ping", "keepalive": true, "id": "a"}\n{"action": "destroy", "session_id": "x", "id": "b"}\n',
+     [{"ok": True, "id": "a", "pong": True, "agent_root": None},
+      {"ok": True, "id": "b", "session_id": "x", "destroyed": False}]),
+]
+
+
+def answers(raw: bytes, agent_root: str) -> list[dict]:
+    out = []
+    for line in raw.decode().splitlines():
+        answer = json.loads(line)
+        if answer.get("pong"):
+            answer.pop("time")
+            answer["agent_root"] = None if answer["agent_root"] == agent_root else answer["agent_root"]
+        out.append(answer)
+    return out
+
+
 class BadInput(unittest.TestCase):
     @classmethod
     def setUpClass(cls) -> None:
@@ -105,13 +145,117 @@ class BadInput(unittest.TestCase):
         self.assert_still_serving()
 
     def test_a_line_without_newline_then_eof(self):
-        # The request cannot be answered (the connection is gone); the daemon
-        # must simply go on serving.
-        with self.bridge.connect() as sock:
-            sock.sendall(b'{"action": "ping"}')
-            sock.shutdown(socket.SHUT_WR)
-            sock.recv(65536)
+        agent_root = self.bridge.request({"action": "ping"})["agent_root"]
+        for name, raw, expected in HALF_CLOSED:
+            with self.subTest(name):
+                self.assertEqual(answers(self.bridge.half_close(raw), agent_root), expected)
+                self.assert_still_serving()
+
+    def test_every_row_ended_by_eof_instead_of_newline(self):
+        # Exactly the answer the same line gets with its newline.
+        for name, raw, *_ in TABLE + LENIENT:
+            with self.subTest(name):
+                with_newline = self.bridge.raw_json(raw)
+                without = self.bridge.half_close(raw[:-1])
+                self.assertEqual(json.loads(without), with_newline)
+                self.assert_still_serving()
+
+    def test_a_slow_answer_still_reaches_a_client_that_sent_eof(self):
+        # get_output is answered by a log reader, after the daemon has seen
+        # the EOF: the answer must not be lost on the way.
+        run = self.bridge.chat("eof-reader", "script:stream 20000 0", wait=True, timeout=60)
+        request = json.dumps({"action": "get_output", "run_id": run["run_id"], "event_cursor": 10**9})
+        expected = self.bridge.request(json.loads(request))
+        for ending in (b"", b"\n"):
+            with self.subTest(newline=bool(ending)):
+                self.assertEqual(json.loads(self.bridge.half_close(request.encode() + ending)), expected)
+        pipelined = b"".join(json.dumps({"action": "get_output", "run_id": run["run_id"],
+                                         "event_cursor": 10**9, "keepalive": True, "id": i}).encode() + b"\n"
+                             for i in range(5))
+        got = [json.loads(line) for line in self.bridge.half_close(pipelined).splitlines()]
+        self.assertEqual([g.pop("id") for g in got], list(range(5)))
+        self.assertEqual(got, [expected] * 5)
         self.assert_still_serving()
+
+    def test_connections_that_end_with_eof_leave_no_descriptor_behind(self):
+        def settled(baseline: int) -> int:
+            deadline = time.monotonic() + 10
+            while (count := self.bridge.open_fds()) > baseline and time.monotonic() < deadline:
+                time.sleep(0.05)
+            return count
+
+        self.assert_still_serving()
+        baseline = settled(self.bridge.open_fds())
+        for i in range(2000):
+            reply = self.bridge.half_close(b'{"action": "ping"}' if i % 2 else b'{"action": "ping"}\n')
+            self.assertTrue(json.loads(reply)["pong"])
+        for _ in range(200):  # and some that leave without reading
+            sock = self.bridge.connect()
+            sock.sendall(b'{"action": "ping"}')
+            sock.close()
+        self.assertEqual(settled(baseline), baseline)
+        self.assert_still_serving()
+
+
+class AnswersForClientsThatLeft(unittest.TestCase):
+    def test_an_answer_never_reaches_the_next_client_on_the_same_descriptor(self):
+        # A client that resets its connection while its answer is being read
+        # from the log frees its descriptor at once, and the kernel gives the
+        # number to the next client. Its answer, still on the way, must not
+        # be taken for the answer of whoever holds that number now.
+        with Bridge(transport="tcp") as b:
+            runs = {name: b.chat(name, f"script:stream {n} 0", wait=True, timeout=60)["run_id"]
+                    for name, n in (("left", 30000), ("other", 20000), ("small", 3))}
+
+            def ask(sock, run):
+                sock.sendall(json.dumps({"action": "get_output", "run_id": run}).encode() + b"\n")
+
+            for _ in range(20):
+                leaving = b.connect()
+                ask(leaving, runs["left"])  # the first log reader works on it
+                leaving.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+                leaving.close()  # RST
+                with b.connect() as other, b.connect() as small:
+                    ask(other, runs["other"])  # the second reader
+                    ask(small, runs["small"])  # queued behind the one that left
+                    for sock, name in ((other, "other"), (small, "small")):
+                        chunks = []
+                        while chunk := sock.recv(1 << 20):
+                            chunks.append(chunk)
+                        self.assertEqual(json.loads(b"".join(chunks))["run_id"], runs[name])
+            self.assertTrue(b.request({"action": "ping"})["pong"])
+
+
+class ClientsThatDoNotRead(unittest.TestCase):
+    def test_a_client_that_never_reads_its_answers_is_cut_off(self):
+        limit = 4 << 20
+        with Bridge(args=["--client-buffer-bytes", str(limit)]) as b:
+            run = b.chat("big", "script:stream 20000 0", wait=True, timeout=60)["run_id"]
+            one = len(json.dumps(b.request({"action": "get_output", "run_id": run, "event_cursor": 10**9})))
+            count = 400  # about 200 MB of answers, were they all kept
+            peak_before = b.status_kb("VmHWM") / 1024
+            request = json.dumps({"action": "get_output", "run_id": run, "event_cursor": 10**9,
+                                  "keepalive": True}).encode() + b"\n"
+            with b.connect() as greedy:
+                greedy.sendall(request * count)
+                self.assertTrue(b.request({"action": "ping"})["pong"])  # others are served meanwhile
+                self.assertTrue(b.log_has("event=connection.cut_off"), b.stderr()[-2000:])
+                self.assertIn("(--client-buffer-bytes)", b.stderr())
+                received = 0
+                try:
+                    while chunk := greedy.recv(1 << 20):
+                        received += len(chunk)
+                except ConnectionResetError:
+                    pass
+            self.assertLess(received, count * one // 4)
+            self.assertTrue(b.request({"action": "ping"})["pong"])
+            if not sanitized_build():
+                # What waits for the client is bounded by the limit (what the
+                # daemon has not handed to the socket yet) plus what the
+                # socket's own buffer was given before the cut: a few times
+                # 4 MiB, against 200 MB were every answer kept.
+                grown = b.status_kb("VmHWM") / 1024 - peak_before
+                self.assertLess(grown, 48, f"peak memory grew by {grown:.0f} MB")
 
 
 if __name__ == "__main__":

@@ -45,6 +45,7 @@ class Turn:
             "say": self._api_call,
             "stream": self._step_stream,
             "clock": self._step_clock,
+            "flood": self._step_flood,
             "tool": self._step_tool,
             "danger": lambda arg: self._step_approval(arg, "auto"),
             "approve-cli": lambda arg: self._step_approval(arg, "cli"),
@@ -78,6 +79,11 @@ class Turn:
                 step(arg)
         except TurnInterrupted:
             return True
+        finally:
+            # _steps holds bound methods of this turn: without this, every
+            # turn (its messages, its whole output) would wait for Python's
+            # cyclic GC, which a quiet daemon may not run for a long time.
+            self._steps = None
         return False
 
     def result(self, interrupted) -> dict:
@@ -160,6 +166,14 @@ class Turn:
         count, _, ms = arg.partition(" ")
         deltas = [f"d{i} " for i in range(int(count))]
         self._api_call(deltas=deltas, delay_s=int(ms or 0) / 1000.0)
+
+    def _step_flood(self, arg) -> None:
+        """<mb> MiB of text as fast as it goes, in deltas of <kb> KiB (default 64)."""
+        mb, _, kb = arg.partition(" ")
+        size = int(kb or 64) * 1024
+        chunk = "f" * (size - 1) + " "
+        count = max(1, int(float(mb) * 1024 * 1024) // size)
+        self._api_call(deltas=(chunk for _ in range(count)))
 
     def _step_clock(self, arg) -> None:
         """Deltas that carry the wall-clock time they were produced at, for
