@@ -6,6 +6,7 @@
 #pragma once
 
 #include "actors/vocabulary.hpp"
+#include "storage/finished_runs.hpp"
 #include "storage/log_writer.hpp"
 
 #include <caf/actor.hpp>
@@ -19,6 +20,8 @@ namespace hb::actors {
 struct broker_links {
   caf::actor writer;
   std::vector<caf::actor> readers;
+  // Finished runs in memory: their tail reads are answered without a hop.
+  std::shared_ptr<storage::finished_run_cache> finished;
   std::function<void()> request_stop; // the `shutdown` action
 };
 

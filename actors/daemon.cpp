@@ -3,6 +3,7 @@
 #include "actors/broker.hpp"
 #include "actors/daemon_log.hpp"
 #include "actors/log_actors.hpp"
+#include "storage/finished_runs.hpp"
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
@@ -32,17 +33,18 @@ extern "C" void on_stop_signal(int) { request_stop(); }
 
 // glibc raises its mmap threshold (up to 32 MiB) and its trim threshold
 // (twice that) each time a large block is freed, so after one big run
-// (a 100,000-delta answer is several MB) later large blocks come from the
-// arenas and up to 64 MiB per arena stays mapped; malloc_trim cannot hand
-// back the top of a thread's arena either. A 100,000-delta run and three
-// full reads of it left 111 MB against a 25 MB baseline (81 MB after a
-// malloc_trim); with both pinned, 51 MB (39 MB after a trim). Large blocks
-// (answers, a run's rows, Python's big lists) then get their own mappings,
-// given back on free, and arenas are trimmed past 1 MiB of free space at
-// their top. 128 KiB is glibc's own starting threshold. (A no-op under ASan.)
+// up to 64 MiB per arena stays mapped for good: a 100,000-delta run and three
+// full reads of it left 111 MB against a 25 MB baseline. Pinned, both stop
+// moving. The values trade memory against speed: blocks of 4 MiB and more
+// (floods, results of huge runs) get their own mappings, given back on free;
+// an arena's top is returned past 8 MiB free. Lower values (128 KiB / 1 MiB
+// were tried) make every multi-megabyte answer fault its pages in afresh:
+// the tail read of a 100,000-delta run took 2.4 ms instead of 0.5 ms.
+// The checkpointer's malloc_trim after big runs does the rest. (A no-op
+// under ASan.)
 void pin_allocator_thresholds() {
-  ::mallopt(M_MMAP_THRESHOLD, 128 * 1024);
-  ::mallopt(M_TRIM_THRESHOLD, 1024 * 1024);
+  ::mallopt(M_MMAP_THRESHOLD, 4 * 1024 * 1024);
+  ::mallopt(M_TRIM_THRESHOLD, 8 * 1024 * 1024);
 }
 
 void wait_for_stop() {
@@ -75,12 +77,14 @@ int serve(const daemon_settings& settings, int listen_fd, std::shared_ptr<storag
   retention.policy.max_age_s = settings.retain_days * 24 * 3600;
   retention.policy.max_bytes = settings.retain_mb * 1024 * 1024;
   retention.interval = settings.prune_interval;
-  auto writer = spawn_log_writer(sys, std::move(log), retention);
+  auto finished = std::make_shared<storage::finished_run_cache>(settings.finished_cache_bytes);
+  auto writer = spawn_log_writer(sys, std::move(log), retention, finished);
   spawn_log_checkpointer(sys, settings.db_path, std::chrono::milliseconds(1000));
   broker_links links;
   links.writer = writer;
   for (size_t i = 0; i < std::max<size_t>(1, settings.readers); ++i)
-    links.readers.push_back(spawn_log_reader(sys, settings.db_path));
+    links.readers.push_back(spawn_log_reader(sys, settings.db_path, finished));
+  links.finished = finished;
   links.request_stop = request_stop;
   auto broker = spawn_broker(sys, listen_fd, shared, links, dormant);
   announce_ready();

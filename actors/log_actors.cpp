@@ -71,6 +71,7 @@ struct writer_state {
   std::shared_ptr<storage::log_writer> log;
   retention_settings retention;
   storage::pruner pruner;
+  std::shared_ptr<storage::finished_run_cache> finished;
   // Callers that may only proceed once their rows are durable.
   std::vector<confirmation> after_commit;
   std::vector<log_op> batch;   // the open transaction's operations, to redo after a failure
@@ -265,6 +266,9 @@ void prune_step(writer_actor* self) {
   } catch (const std::exception& e) {
     log_event(log_level::error, "log.prune_failed", e.what());
   }
+  for (const auto& run_id : st.pruner.take_pruned())
+    if (st.finished)
+      st.finished->forget(run_id);
   if (more)
     self->send(self, prune_atom::value);
   else
@@ -272,9 +276,11 @@ void prune_step(writer_actor* self) {
 }
 
 caf::behavior log_writer_actor(writer_actor* self, std::shared_ptr<storage::log_writer> log,
-                               retention_settings retention) {
+                               retention_settings retention,
+                               std::shared_ptr<storage::finished_run_cache> finished) {
   self->state.log = std::move(log);
   self->state.retention = retention;
+  self->state.finished = std::move(finished);
   self->send(self, prune_atom::value);
   return {
     [=](open_run_atom, const std::string& run_id, const std::string& session_id, double at) {
@@ -427,6 +433,7 @@ caf::behavior log_checkpointer_actor(caf::stateful_actor<checkpointer_state>* se
 
 struct reader_state {
   std::unique_ptr<storage::log_reader> log;
+  std::shared_ptr<storage::finished_run_cache> finished;
   static inline const char* name = "log_reader";
 };
 
@@ -470,7 +477,47 @@ read_outcome answer_from_log(reader_actor* self, const std::string& run_id, int6
   return out;
 }
 
-caf::behavior log_reader_actor(reader_actor* self, std::string path) {
+// A finished run from memory; its events from the log only when the
+// client has not seen them all.
+read_outcome answer_from_memory(reader_actor* self, const storage::finished_run& run, int64_t cursor,
+                                int64_t event_cursor, bool include_output) {
+  read_outcome out;
+  try {
+    std::string events = "[]";
+    if (event_cursor < run.event_count) {
+      auto snap = self->state.log->read_run(run.run_id, run.delta_count(), event_cursor);
+      if (!snap || snap->pruned_at) // pruned meanwhile: the log has the answer
+        return answer_from_log(self, run.run_id, cursor, include_output ? 0 : cursor, event_cursor,
+                               [&](const storage::run_snapshot& s) {
+                                 return get_output_line(s, cursor, include_output);
+                               });
+      events = json_list(snap->events);
+    }
+    out.line = get_output_line(run, cursor, include_output, events);
+    out.cursor = run.delta_count();
+    out.event_cursor = run.event_count;
+  } catch (const std::exception& e) {
+    out.line = protocol::error_line("RuntimeError", std::string("event log read failed: ") + e.what());
+  }
+  return out;
+}
+
+// Keeps a finished run that was just read; a read that skipped its earlier
+// deltas is completed once (later reads of it are then all from memory).
+void keep_finished(reader_actor* self, const storage::run_snapshot& run) {
+  auto& cache = self->state.finished;
+  if (!cache || run.status == "running" || run.pruned_at)
+    return;
+  if (run.delta_from == 0)
+    return cache->put(storage::finished_run::from(run));
+  auto whole = self->state.log->read_run(run.run_id, 0, run.event_count);
+  if (whole && !whole->pruned_at && whole->status != "running")
+    cache->put(storage::finished_run::from(*whole));
+}
+
+caf::behavior log_reader_actor(reader_actor* self, std::string path,
+                               std::shared_ptr<storage::finished_run_cache> finished) {
+  self->state.finished = std::move(finished);
   try {
     self->state.log = std::make_unique<storage::log_reader>(path);
   } catch (const std::exception& e) {
@@ -479,10 +526,17 @@ caf::behavior log_reader_actor(reader_actor* self, std::string path) {
   return {
     [=](output_atom, const std::string& run_id, int64_t cursor, int64_t event_cursor,
         bool include_output) {
-      auto out = answer_from_log(self, run_id, cursor, include_output ? 0 : cursor, event_cursor,
-                                 [&](const storage::run_snapshot& run) {
-                                   return get_output_line(run, cursor, include_output);
-                                 });
+      auto& st = self->state;
+      read_outcome out;
+      if (auto run = st.finished && st.log ? st.finished->find(run_id) : nullptr) {
+        out = answer_from_memory(self, *run, cursor, event_cursor, include_output);
+      } else {
+        out = answer_from_log(self, run_id, cursor, include_output ? 0 : cursor, event_cursor,
+                              [&](const storage::run_snapshot& run) {
+                                keep_finished(self, run);
+                                return get_output_line(run, cursor, include_output);
+                              });
+      }
       count_moved(out.line.size());
       return std::make_tuple(std::move(out.line), out.news, out.cursor, out.event_cursor, out.done);
     },
@@ -506,8 +560,9 @@ caf::behavior log_reader_actor(reader_actor* self, std::string path) {
 } // namespace
 
 caf::actor spawn_log_writer(caf::actor_system& sys, std::shared_ptr<storage::log_writer> log,
-                            const retention_settings& retention) {
-  return sys.spawn<caf::detached>(log_writer_actor, std::move(log), retention);
+                            const retention_settings& retention,
+                            std::shared_ptr<storage::finished_run_cache> finished) {
+  return sys.spawn<caf::detached>(log_writer_actor, std::move(log), retention, std::move(finished));
 }
 
 caf::actor spawn_log_checkpointer(caf::actor_system& sys, const std::string& db_path,
@@ -515,8 +570,9 @@ caf::actor spawn_log_checkpointer(caf::actor_system& sys, const std::string& db_
   return sys.spawn<caf::detached>(log_checkpointer_actor, db_path, period);
 }
 
-caf::actor spawn_log_reader(caf::actor_system& sys, const std::string& db_path) {
-  return sys.spawn<caf::detached>(log_reader_actor, db_path);
+caf::actor spawn_log_reader(caf::actor_system& sys, const std::string& db_path,
+                            std::shared_ptr<storage::finished_run_cache> finished) {
+  return sys.spawn<caf::detached>(log_reader_actor, db_path, std::move(finished));
 }
 
 } // namespace hb::actors

@@ -13,6 +13,7 @@
 
 namespace hb::storage {
 class log_writer;
+class finished_run_cache;
 }
 
 namespace hb::actors {
@@ -25,15 +26,19 @@ struct retention_settings {
   std::chrono::milliseconds interval{60'000}; // between checks when nothing is due
 };
 
+// `finished`: runs it prunes are dropped from there.
 caf::actor spawn_log_writer(caf::actor_system& sys, std::shared_ptr<storage::log_writer> log,
-                            const retention_settings& retention);
+                            const retention_settings& retention,
+                            std::shared_ptr<storage::finished_run_cache> finished);
 
 // Detached: moves the WAL into the database file every `period`, so the
 // writer (which never checkpoints) is not held up by fsyncs.
 caf::actor spawn_log_checkpointer(caf::actor_system& sys, const std::string& db_path,
                                   std::chrono::milliseconds period);
 
-// Detached, each with its own read-only connection.
-caf::actor spawn_log_reader(caf::actor_system& sys, const std::string& db_path);
+// Detached, each with its own read-only connection. Finished runs they read
+// are kept in `finished` (shared by all readers and the broker).
+caf::actor spawn_log_reader(caf::actor_system& sys, const std::string& db_path,
+                            std::shared_ptr<storage::finished_run_cache> finished);
 
 } // namespace hb::actors

@@ -68,12 +68,16 @@ std::string get_output_line(const storage::run_snapshot& run, int64_t cursor, bo
 
 std::string get_output_line(const storage::finished_run& run, int64_t cursor, bool include_output,
                             const std::string& events_json) {
+  std::string delta = run.text_from(cursor);
   object_writer w;
+  w.reserve(256 + run.run_id.size() + run.session_id.size() + delta.size() * 2 +
+            (include_output ? run.quoted_text.size() : 0) + (run.result ? run.result->size() : 0) +
+            (run.error ? run.error->size() * 2 : 0) + events_json.size());
   w.boolean("ok", true)
     .str("run_id", run.run_id)
     .str("session_id", run.session_id)
     .str("status", run.status)
-    .str("delta", run.text_from(cursor))
+    .str("delta", delta)
     .integer("cursor", run.delta_count());
   if (include_output)
     w.raw("output", run.quoted_text);
@@ -102,6 +106,8 @@ std::string get_result_line(const storage::run_snapshot& run) {
   optional_str(w, "error", run.error);
   return w.finish();
 }
+
+std::string json_list(const std::vector<std::string>& items) { return json_array(items, 0, false); }
 
 std::string chat_started_line(const std::string& run_id, const std::string& session_id) {
   return object_writer{}

@@ -16,6 +16,8 @@ std::string get_output_line(const storage::run_snapshot& run, int64_t cursor, bo
 std::string get_output_line(const storage::finished_run& run, int64_t cursor, bool include_output,
                             const std::string& events_json);
 std::string get_result_line(const storage::run_snapshot& run);
+// Items that are JSON texts already, as one JSON array.
+std::string json_list(const std::vector<std::string>& items);
 std::string chat_started_line(const std::string& run_id, const std::string& session_id);
 std::string interrupted_line(const std::string& session_id, bool synced);
 std::string steer_line(bool accepted, const std::string& text);

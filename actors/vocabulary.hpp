@@ -80,6 +80,7 @@ struct daemon_settings {
   double retain_days = 30;
   int64_t retain_mb = 4096;
   std::chrono::milliseconds prune_interval{60'000};
+  uint64_t finished_cache_bytes = 32u << 20; // finished runs kept in memory for reads
   std::string default_harness = "embedded"; // serve --harness
   std::shared_ptr<const bridge::native_options> native; // how native sessions are hosted
 };

@@ -73,6 +73,7 @@ struct serve_flags {
   uint64_t integrity_check_max_mb = 256;
   int64_t keepalive_idle_ms = 300'000;
   uint64_t subscriber_buffer_bytes = 8u << 20;
+  uint64_t finished_cache_mb = 32;
   int64_t subscriber_stall_ms = 30'000;
   uint64_t client_buffer_bytes = 64u << 20;
   double retain_days = 30;
@@ -185,6 +186,7 @@ int run_serve(const serve_flags& flags, int ready_fd) {
   settings.gc_interval = std::chrono::seconds(flags.gc_interval_s);
   settings.keepalive_idle = std::chrono::milliseconds(flags.keepalive_idle_ms);
   settings.subscriber_buffer_bytes = flags.subscriber_buffer_bytes;
+  settings.finished_cache_bytes = flags.finished_cache_mb << 20;
   settings.subscriber_stall = std::chrono::milliseconds(flags.subscriber_stall_ms);
   settings.client_buffer_bytes = flags.client_buffer_bytes;
   settings.retain_days = flags.retain_days;
@@ -299,6 +301,11 @@ int main(int argc, char** argv) {
                     "a keepalive connection with nothing in flight is closed after this long")
     ->envname("HERMES_BRIDGE_KEEPALIVE_IDLE_MS")
     ->check(CLI::PositiveNumber)
+    ->capture_default_str();
+  serve->add_option("--finished-cache-mb", flags.finished_cache_mb,
+                    "finished runs kept in memory to answer reads without the log (0: none; a run "
+                    "over half of it is never kept)")
+    ->envname("HERMES_BRIDGE_FINISHED_CACHE_MB")
     ->capture_default_str();
   serve->add_option("--subscriber-buffer-bytes", flags.subscriber_buffer_bytes,
                     "a subscriber this far behind (bytes written, not yet read) is cut off with "

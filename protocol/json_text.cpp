@@ -315,6 +315,11 @@ std::string py_lower(std::string_view text) {
 
 object_writer::object_writer() : out_("{") {}
 
+object_writer& object_writer::reserve(size_t bytes) {
+  out_.reserve(bytes);
+  return *this;
+}
+
 void object_writer::key(std::string_view k) {
   if (!first_)
     out_ += ", ";

@@ -43,6 +43,9 @@ std::string py_lower(std::string_view text);
 class object_writer {
 public:
   object_writer();
+  // Room for `bytes` of output at once: a multi-megabyte answer is then
+  // written into one allocation instead of a chain of doublings.
+  object_writer& reserve(size_t bytes);
   object_writer& raw(std::string_view key, std::string_view json_text);
   object_writer& str(std::string_view key, std::string_view value);
   object_writer& integer(std::string_view key, int64_t value);

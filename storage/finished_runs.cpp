@@ -52,8 +52,8 @@ std::shared_ptr<const finished_run> finished_run_cache::find(const std::string& 
 
 void finished_run_cache::put(std::shared_ptr<const finished_run> run) {
   size_t size = run->bytes();
-  if (size > max_bytes_)
-    return;
+  if (size > max_bytes_ / 2)
+    return; // it would push out everything else
   std::lock_guard<std::mutex> lock(mu_);
   if (index_.count(run->run_id) || forgotten_.count(run->run_id))
     return; // another reader got there first (the runs are equal), or it was pruned

@@ -47,7 +47,7 @@ public:
   explicit finished_run_cache(size_t max_bytes) : max_bytes_(max_bytes) {}
 
   std::shared_ptr<const finished_run> find(const std::string& run_id);
-  void put(std::shared_ptr<const finished_run> run); // a run bigger than the cache is not kept
+  void put(std::shared_ptr<const finished_run> run); // runs over half the cache are not kept
   // The run was pruned: dropped, and never taken in again (a reader may
   // still hold a snapshot from before the prune).
   void forget(const std::string& run_id);

@@ -222,7 +222,7 @@ private:
   std::string read_line(std::string& line) {
     auto deadline = clock_type::now() + std::chrono::milliseconds(opt_.timeout_ms);
     size_t scanned = 0;
-    char chunk[65536];
+    static thread_local char chunk[1 << 20]; // big answers are read in big pieces, as any client would
     for (;;) {
       auto nl = buffer_.find('\n', scanned);
       if (nl != std::string::npos) {

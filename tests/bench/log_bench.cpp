@@ -58,7 +58,7 @@ double raw_bulk_rate(const std::string& dir, int deltas) {
 // Many runs appending at once through the writer actor, as the daemon does.
 double actor_rate(caf::actor_system& sys, const std::string& dir, int runs, int deltas_per_run) {
   auto log = std::make_shared<hb::storage::log_writer>(fresh(dir, "actor.db"));
-  auto writer = hb::actors::spawn_log_writer(sys, log, {});
+  auto writer = hb::actors::spawn_log_writer(sys, log, {}, nullptr);
   caf::scoped_actor self{sys};
   for (int r = 0; r < runs; ++r)
     self->request(writer, caf::infinite, open_run_atom::value, "run" + std::to_string(r), std::string("s"), 0.0)
@@ -83,7 +83,7 @@ double actor_rate(caf::actor_system& sys, const std::string& dir, int runs, int 
 std::vector<double> visibility_delays_us(caf::actor_system& sys, const std::string& dir, int deltas) {
   std::string path = fresh(dir, "latency.db");
   auto log = std::make_shared<hb::storage::log_writer>(path);
-  auto writer = hb::actors::spawn_log_writer(sys, log, {});
+  auto writer = hb::actors::spawn_log_writer(sys, log, {}, nullptr);
   caf::scoped_actor self{sys};
   self->request(writer, caf::infinite, open_run_atom::value, std::string("r"), std::string("s"), 0.0)
     .receive([](bool) {}, [](caf::error&) {});
