@@ -145,6 +145,8 @@ std::shared_ptr<native_session> native_session::create(const std::string& sessio
                                                        const std::string& workspace_in,
                                                        const native_options& options,
                                                        std::string& config_json) {
+  const char* home = std::getenv("HOME");
+  std::string workspace = real_dir(workspace_in.empty() ? (home && *home ? home : "/") : workspace_in);
   std::string hermes = find_executable(options.hermes_bin);
   if (hermes.empty())
     throw protocol::wire_error("FileNotFoundError",
@@ -153,8 +155,6 @@ std::shared_ptr<native_session> native_session::create(const std::string& sessio
   std::string tmux_bin = find_executable("tmux");
   if (tmux_bin.empty())
     throw protocol::wire_error("FileNotFoundError", "tmux not found on PATH: native sessions need it");
-  const char* home = std::getenv("HOME");
-  std::string workspace = real_dir(workspace_in.empty() ? (home && *home ? home : "/") : workspace_in);
   std::string dir = options.runtime_dir + "/" + hex_digest(session_id);
   private_dir(dir);
 

@@ -48,6 +48,14 @@ TABLE = [
      "ValueError", "conversation_history must be a list"),
     ("chat message a number", b'{"action": "chat", "session_id": "bad3", "message": 5}\n',
      "ValueError", "message must be a string or a list of content blocks"),
+    ("chat harness unknown", b'{"action": "chat", "session_id": "bad4", "message": "x", "harness": "tmux"}\n',
+     "ValueError", "harness must be 'embedded' or 'native', not 'tmux'"),
+    ("chat harness a list", b'{"action": "chat", "session_id": "bad5", "message": "x", "harness": ["native"]}\n',
+     "ValueError", "harness must be 'embedded' or 'native'"),
+    ("chat workspace without native", b'{"action": "chat", "session_id": "bad6", "message": "x", "workspace": "/tmp"}\n',
+     "ValueError", "workspace applies to native sessions only"),
+    ("chat workspace missing", b'{"action": "chat", "session_id": "bad7", "message": "x", "harness": "native", '
+     b'"workspace": "/nonexistent/hb-workspace"}\n', "ValueError", "workspace is not a directory: /nonexistent/hb-workspace"),
     ("steer without text", b'{"action": "steer", "session_id": "s", "text": ""}\n', "ValueError", "text is required"),
     ("approval id missing", b'{"action": "approval_respond", "choice": "once"}\n', "ValueError", "approval_id is required"),
     ("messages not a list", b'{"action": "compression_respond", "request_id": "x", "messages": "m"}\n',
@@ -193,7 +201,9 @@ class BadInput(unittest.TestCase):
             sock = self.bridge.connect()
             sock.sendall(b'{"action": "ping"}')
             sock.close()
-        self.assertEqual(settled(baseline), baseline)
+        # (<=: a descriptor of the daemon's own, e.g. a log file, may have
+        # been open only while the baseline was counted)
+        self.assertLessEqual(settled(baseline), baseline)
         self.assert_still_serving()
 
 
