@@ -30,12 +30,17 @@ public:
       session_id_(spec.session_id) {}
 
   void delta(std::string text) override {
-    caf::anon_send(writer_, delta_atom::value, run_id_, std::move(text), now_seconds());
+    if (!closed_.load(std::memory_order_relaxed))
+      caf::anon_send(writer_, delta_atom::value, run_id_, std::move(text), now_seconds());
   }
 
   void event(std::string json) override {
-    caf::anon_send(writer_, event_atom::value, run_id_, std::move(json), now_seconds());
+    if (!closed_.load(std::memory_order_relaxed))
+      caf::anon_send(writer_, event_atom::value, run_id_, std::move(json), now_seconds());
   }
+
+  // The turn returned: threads it left behind write nothing more into it.
+  void close() { closed_ = true; }
 
   std::string ask_approval(std::string request, double timeout_s) override {
     std::string choice = "deny"; // if the broker cannot be reached, fail closed
@@ -75,6 +80,7 @@ private:
   caf::actor broker_;
   std::string run_id_;
   std::string session_id_;
+  std::atomic<bool> closed_{false};
 };
 
 struct outcome {
@@ -139,7 +145,9 @@ void run_actor(caf::blocking_actor* self, std::shared_ptr<run_spec> holder) {
     }
   }
   self->send(spec.session, armed_atom::value, spec.run_id);
-  finish(self, spec, read_outcome(spec.agent->run_turn(sink, spec.request)));
+  auto outcome = read_outcome(spec.agent->run_turn(sink, spec.request));
+  sink->close();
+  finish(self, spec, outcome);
   spec.agent.reset();
 }
 

@@ -138,7 +138,9 @@ def run_turn(session: Session, sink: Any, request_json: str) -> str:
                     instructions = new_system
             user_text = _user_text(storage if storage is not None else message)
             before = _state_db_count(session)
-            kwargs: dict[str, Any] = {"task_id": session.session_id, "stream_callback": session.on_text}
+            # The sink's own method: no Python frame per delta. (After the turn
+            # the sink drops what stray threads still send through it.)
+            kwargs: dict[str, Any] = {"task_id": session.session_id, "stream_callback": sink.text}
             if instructions:
                 kwargs["system_message"] = instructions
             if history is not None:

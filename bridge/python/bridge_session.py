@@ -8,7 +8,7 @@ import json
 import os
 from typing import Any
 
-from bridge_json import clean_text, to_json
+from bridge_json import to_json
 from bridge_profiles import DEFAULT_GATEWAY_TIMEOUT_S
 
 CHOICES = ["once", "session", "always", "deny"]
@@ -48,13 +48,8 @@ class Session:
         if sink is not None:
             sink.event(to_json(payload))
 
-    def on_text(self, text: Any) -> None:
-        sink = self.sink
-        if sink is not None and text is not None:
-            sink.delta(clean_text(str(text)))
-
     def on_stream_delta(self, text: Any = None) -> None:
-        # Text arrives through on_text (run_conversation's stream_callback);
+        # Text arrives through the sink's text() (run_conversation's stream_callback);
         # this callback only contributes the end-of-segment sentinel.
         if text is None:
             self.event({"event": "turn.boundary"})

@@ -62,6 +62,13 @@ PYBIND11_EMBEDDED_MODULE(hermes_bridge_native, m) {
     // delta and event only enqueue a message: cheaper than handing the GIL
     // back and forth on every delta (that cost a third of the daemon's CPU).
     .def("delta", [](turn_sink& s, const py::str& text) { s.delta(utf8_of(text)); })
+    // The turn's stream_callback itself: str(text) of anything but None,
+    // with no Python frame in between (it runs for every delta).
+    .def("text", [](turn_sink& s, const py::handle& text) {
+      if (text.is_none())
+        return;
+      s.delta(PyUnicode_Check(text.ptr()) ? utf8_of(text) : utf8_of(py::str(text)));
+    })
     .def("event", [](turn_sink& s, const py::str& json) { s.event(utf8_of(json)); })
     .def("ask_approval", [](turn_sink& s, const std::string& req, double timeout_s) {
       py::gil_scoped_release nogil;
