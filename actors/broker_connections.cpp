@@ -50,26 +50,6 @@ public:
     scribe_impl::graceful_shutdown();
   }
 
-  // An answer is sent at once when the socket takes it: CAF's own flush
-  // registers the socket for writing and sends on the next loop turn, two
-  // epoll_ctl calls and a wake-up per answer (a quarter of a one-request
-  // connection's cost). Once CAF has been handed bytes it keeps the stream
-  // to itself (its send may still be under way, and order matters), and
-  // connections that count sent bytes (subscriptions) always go through it.
-  void flush() override {
-    auto& buf = wr_buf();
-    if (!handed_to_caf_ && !buf.empty() && !stream_.ack_writes()) {
-      ssize_t sent = ::send(static_cast<int>(hdl().id()), buf.data(), buf.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
-      if (sent > 0)
-        buf.erase(buf.begin(), buf.begin() + sent);
-      if (buf.empty())
-        return;
-    }
-    if (!buf.empty())
-      handed_to_caf_ = true; // the rest, an error included, is CAF's to handle
-    scribe_impl::flush();
-  }
-
 protected:
   void detach_from(caf::io::abstract_broker* broker) override {
     // Called once the scribe has already let go of its broker. A first
@@ -96,28 +76,30 @@ private:
   }
 
   bool closing_ = false;
-  bool handed_to_caf_ = false;
   bool eof_seen_ = false;
   bool eof_ = false;
 };
 
 class half_close_doorman final : public caf::io::network::doorman_impl {
 public:
-  using doorman_impl::doorman_impl;
+  half_close_doorman(caf::io::network::default_multiplexer& mx, caf::io::network::native_socket fd, bool tcp)
+    : doorman_impl(mx, fd), tcp_(tcp) {}
 
   bool new_connection() override {
     if (detached())
       return false; // closed while the accept was under way
     auto& mx = acceptor_.backend();
     caf::io::network::native_socket fd = acceptor_.accepted_socket();
-    // (CAF's own scribes also set SO_KEEPALIVE here: a system call per
-    // connection that means nothing on a unix socket, and local TCP peers
-    // that vanish are caught by the read deadline and the idle sweep.)
+    if (tcp_) // as CAF's own scribes; on a unix socket it means nothing and costs a system call
+      caf::io::network::keepalive(fd, true);
     caf::io::scribe_ptr scribe = caf::make_counted<half_close_scribe>(mx, fd);
     handle h = scribe->hdl();
     parent()->add_scribe(std::move(scribe));
     return doorman::new_connection(&mx, h);
   }
+
+private:
+  bool tcp_;
 };
 
 std::string with_id(std::string line, const std::string& id) {
@@ -212,7 +194,10 @@ caf::io::accept_handle listen_on_fd(broker_actor* self, int listen_fd) {
   auto* mx = dynamic_cast<caf::io::network::default_multiplexer*>(&self->backend());
   if (!mx)
     return self->add_doorman(fd); // another backend: EOF ends connections as CAF does
-  caf::io::doorman_ptr doorman = caf::make_counted<half_close_doorman>(*mx, fd);
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  bool tcp = ::getsockname(listen_fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0 && addr.ss_family != AF_UNIX;
+  caf::io::doorman_ptr doorman = caf::make_counted<half_close_doorman>(*mx, fd, tcp);
   auto h = doorman->hdl();
   self->add_doorman(std::move(doorman));
   return h;
