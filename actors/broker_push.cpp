@@ -116,11 +116,11 @@ void get_output(broker_actor* self, const reply_to& to, const json& req) {
   bool include_output = !protocol::has_field(req, "include_output") ||
                         protocol::field_truthy(req, "include_output");
   int64_t wait_ms = std::clamp<int64_t>(protocol::field_int(req, "wait_ms"), 0, max_wait_ms);
-  // A finished run read at its event tail (what pollers ask again and again)
-  // is answered here, from memory, without waiting and without a reader.
+  // A finished run in memory is answered here, at once: no wait (it is
+  // done), no reader, no SQLite.
   if (auto& finished = self->state.links.finished) {
-    if (auto run = finished->find(run_id); run && event_cursor >= run->event_count)
-      return respond(self, to, get_output_line(*run, cursor, include_output, "[]"));
+    if (auto run = finished->find(run_id))
+      return respond(self, to, get_output_line(*run, cursor, event_cursor, include_output));
   }
   if (wait_ms == 0) {
     self->request(next_reader(self), caf::infinite, output_atom::value, run_id, cursor, event_cursor,

@@ -477,40 +477,15 @@ read_outcome answer_from_log(reader_actor* self, const std::string& run_id, int6
   return out;
 }
 
-// A finished run from memory; its events from the log only when the
-// client has not seen them all.
-read_outcome answer_from_memory(reader_actor* self, const storage::finished_run& run, int64_t cursor,
-                                int64_t event_cursor, bool include_output) {
-  read_outcome out;
-  try {
-    std::string events = "[]";
-    if (event_cursor < run.event_count) {
-      auto snap = self->state.log->read_run(run.run_id, run.delta_count(), event_cursor);
-      if (!snap || snap->pruned_at) // pruned meanwhile: the log has the answer
-        return answer_from_log(self, run.run_id, cursor, include_output ? 0 : cursor, event_cursor,
-                               [&](const storage::run_snapshot& s) {
-                                 return get_output_line(s, cursor, include_output);
-                               });
-      events = json_list(snap->events);
-    }
-    out.line = get_output_line(run, cursor, include_output, events);
-    out.cursor = run.delta_count();
-    out.event_cursor = run.event_count;
-  } catch (const std::exception& e) {
-    out.line = protocol::error_line("RuntimeError", std::string("event log read failed: ") + e.what());
-  }
-  return out;
-}
-
 // Keeps a finished run that was just read; a read that skipped its earlier
-// deltas is completed once (later reads of it are then all from memory).
+// deltas or events is completed once (later reads of it are all from memory).
 void keep_finished(reader_actor* self, const storage::run_snapshot& run) {
   auto& cache = self->state.finished;
   if (!cache || run.status == "running" || run.pruned_at)
     return;
-  if (run.delta_from == 0)
+  if (run.delta_from == 0 && run.event_from == 0)
     return cache->put(storage::finished_run::from(run));
-  auto whole = self->state.log->read_run(run.run_id, 0, run.event_count);
+  auto whole = self->state.log->read_run(run.run_id, 0, 0);
   if (whole && !whole->pruned_at && whole->status != "running")
     cache->put(storage::finished_run::from(*whole));
 }
@@ -528,8 +503,10 @@ caf::behavior log_reader_actor(reader_actor* self, std::string path,
         bool include_output) {
       auto& st = self->state;
       read_outcome out;
-      if (auto run = st.finished && st.log ? st.finished->find(run_id) : nullptr) {
-        out = answer_from_memory(self, *run, cursor, event_cursor, include_output);
+      if (auto run = st.finished ? st.finished->find(run_id) : nullptr) {
+        out.line = get_output_line(*run, cursor, event_cursor, include_output);
+        out.cursor = run->delta_count();
+        out.event_cursor = run->event_count();
       } else {
         out = answer_from_log(self, run_id, cursor, include_output ? 0 : cursor, event_cursor,
                               [&](const storage::run_snapshot& run) {

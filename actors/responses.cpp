@@ -66,9 +66,10 @@ std::string get_output_line(const storage::run_snapshot& run, int64_t cursor, bo
   return w.finish();
 }
 
-std::string get_output_line(const storage::finished_run& run, int64_t cursor, bool include_output,
-                            const std::string& events_json) {
+std::string get_output_line(const storage::finished_run& run, int64_t cursor, int64_t event_cursor,
+                            bool include_output) {
   std::string delta = run.text_from(cursor);
+  std::string events_json = run.events_from(event_cursor);
   object_writer w;
   w.reserve(256 + run.run_id.size() + run.session_id.size() + delta.size() * 2 +
             (include_output ? run.quoted_text.size() : 0) + (run.result ? run.result->size() : 0) +
@@ -84,7 +85,7 @@ std::string get_output_line(const storage::finished_run& run, int64_t cursor, bo
   w.boolean("done", true);
   optional_raw(w, "result", run.result);
   optional_str(w, "error", run.error);
-  w.raw("events", events_json).integer("event_cursor", run.event_count);
+  w.raw("events", events_json).integer("event_cursor", run.event_count());
   return w.finish();
 }
 
@@ -106,8 +107,6 @@ std::string get_result_line(const storage::run_snapshot& run) {
   optional_str(w, "error", run.error);
   return w.finish();
 }
-
-std::string json_list(const std::vector<std::string>& items) { return json_array(items, 0, false); }
 
 std::string chat_started_line(const std::string& run_id, const std::string& session_id) {
   return object_writer{}

@@ -25,7 +25,30 @@ std::shared_ptr<const finished_run> finished_run::from(const run_snapshot& run) 
     out->delta_ends.push_back(out->text.size());
   }
   protocol::append_quoted(out->quoted_text, out->text);
-  out->event_count = run.event_count;
+  size = 0;
+  for (const auto& e : run.events)
+    size += e.size() + 2;
+  out->events.reserve(size);
+  out->event_starts.reserve(run.events.size());
+  for (const auto& e : run.events) {
+    if (!out->event_starts.empty())
+      out->events += ", ";
+    out->event_starts.push_back(out->events.size());
+    out->events += e;
+  }
+  return out;
+}
+
+std::string finished_run::events_from(int64_t cursor) const {
+  int64_t at = std::clamp<int64_t>(cursor, 0, event_count());
+  if (at == event_count())
+    return "[]";
+  size_t offset = event_starts[static_cast<size_t>(at)];
+  std::string out;
+  out.reserve(events.size() - offset + 2);
+  out += '[';
+  out.append(events, offset, std::string::npos);
+  out += ']';
   return out;
 }
 
@@ -38,7 +61,8 @@ std::string finished_run::text_from(int64_t cursor) const {
 size_t finished_run::bytes() const {
   return sizeof(*this) + run_id.size() + session_id.size() + status.size() +
          (result ? result->size() : 0) + (error ? error->size() : 0) + text.size() +
-         quoted_text.size() + delta_ends.size() * sizeof(size_t);
+         quoted_text.size() + delta_ends.size() * sizeof(size_t) + events.size() +
+         event_starts.size() * sizeof(size_t);
 }
 
 std::shared_ptr<const finished_run> finished_run_cache::find(const std::string& run_id) {

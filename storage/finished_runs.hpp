@@ -30,13 +30,18 @@ struct finished_run {
   std::string text;                  // every delta, joined
   std::vector<size_t> delta_ends;    // offset in `text` after each delta
   std::string quoted_text;           // `text` as a JSON string literal
-  int64_t event_count = 0;
+  std::string events;                // every event body, joined by ", "
+  std::vector<size_t> event_starts;  // offset in `events` of each event
 
-  // From a snapshot holding every delta (delta_from 0) of a finished run.
+  // From a snapshot holding every delta and every event (delta_from and
+  // event_from 0) of a finished run.
   static std::shared_ptr<const finished_run> from(const run_snapshot& run);
   int64_t delta_count() const { return static_cast<int64_t>(delta_ends.size()); }
+  int64_t event_count() const { return static_cast<int64_t>(event_starts.size()); }
   // Deltas from `cursor` on, joined (clamped like the log's cursors).
   std::string text_from(int64_t cursor) const;
+  // Events from `cursor` on as a JSON array (clamped likewise).
+  std::string events_from(int64_t cursor) const;
   size_t bytes() const;
 };
 

@@ -18,7 +18,8 @@ run_snapshot finished(const std::string& id, std::vector<std::string> deltas) {
   run.result = R"({"final_response": "x"})";
   run.deltas = std::move(deltas);
   run.delta_count = static_cast<int64_t>(run.deltas.size());
-  run.event_count = 7;
+  run.events = {R"({"event": "a"})", R"({"event": "b", "x": [1, 2]})", R"({"event": "c"})"};
+  run.event_count = 3;
   return run;
 }
 
@@ -36,7 +37,12 @@ TEST_CASE("a finished run keeps its joined text, per-delta cursors and encoded o
   std::string quoted;
   hb::protocol::append_quoted(quoted, run->text);
   CHECK(run->quoted_text == quoted);
-  CHECK(run->event_count == 7);
+  CHECK(run->event_count() == 3);
+  CHECK(run->events_from(0) == R"([{"event": "a"}, {"event": "b", "x": [1, 2]}, {"event": "c"}])");
+  CHECK(run->events_from(2) == R"([{"event": "c"}])");
+  CHECK(run->events_from(3) == "[]");
+  CHECK(run->events_from(99) == "[]");
+  CHECK(run->events_from(-1) == run->events_from(0));
   CHECK(run->result == std::optional<std::string>(R"({"final_response": "x"})"));
 }
 
