@@ -98,8 +98,12 @@ void approval_watch::answer(const approval_prompt& prompt, const std::string& ch
 void approval_watch::settle(const std::string& reason) {
   if (!asking_.valid())
     return;
-  sink_->withdraw_questions(reason);
-  asking_.get(); // the broker answers a withdrawn question at once
+  // The broker answers a withdrawn question at once; the withdrawal is sent
+  // again in case it overtook the question itself (they come from two threads).
+  do
+    sink_->withdraw_questions(reason);
+  while (asking_.wait_for(std::chrono::seconds(1)) != std::future_status::ready);
+  asking_.get();
 }
 
 } // namespace hb::bridge::native_detail

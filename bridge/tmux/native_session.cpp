@@ -279,7 +279,10 @@ std::string native_session::run_turn(const std::shared_ptr<turn_sink>& sink, con
     return outcome(interrupted ? "interrupted" : "complete", result(mirror.finished(), interrupted),
                    std::nullopt, mirror.history());
   } catch (const protocol::wire_error& e) {
-    return outcome("error", result(false, false), std::string(e.what()), mirror.history());
+    // Interrupted while the message was still being delivered: the turn
+    // never started, and it was the client's wish that it stop.
+    std::string status = s.interrupt_sent || s.let_go ? "interrupted" : "error";
+    return outcome(status, result(false, status == "interrupted"), std::string(e.what()), mirror.history());
   } catch (const std::exception& e) {
     return outcome("error", result(false, false), std::string("native harness: ") + e.what(),
                    mirror.history());

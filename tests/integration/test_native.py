@@ -287,6 +287,17 @@ class FirstMessageDrop(NativeFixture):
         self.assertEqual(len([e for e in self.tui_log_entries() if e.get("event") == "dropped"]), 1)
 
 
+    def test_an_interrupt_while_the_message_waits_for_hermes_ends_the_run_interrupted(self):
+        run_id = self.chat("n-drop-int", "never mind")["run_id"]
+        self.wait_for(lambda: any(e.get("event") == "dropped" for e in self.tui_log_entries()),
+                      what="the first paste dropped")
+        self.assertTrue(self.bridge.request({"action": "interrupt", "session_id": "n-drop-int"})["ok"])
+        done = self.bridge.wait_done(run_id, timeout=20)
+        self.assertEqual(done["status"], "interrupted", done)
+        self.assertIn("before hermes accepted the message", done["error"])
+        self.assertEqual(self.user_rows(), [])  # it was not pasted again
+
+
 class NativeLifecycle(NativeFixture):
     def test_daemon_restart_reattaches_to_the_living_tui(self):
         self.turn("n-restart", "before restart")
