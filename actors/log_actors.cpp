@@ -195,7 +195,7 @@ void touch(writer_actor* self, const std::string& run_id) {
   auto& st = self->state;
   auto it = st.session_of_run.find(run_id);
   if (it != st.session_of_run.end())
-    st.touched.emplace(run_id, it->second);
+    st.touched.try_emplace(run_id, it->second); // (emplace would build a node per delta to throw away)
 }
 
 // Group commit: the first append after a commit queues a commit message

@@ -120,6 +120,10 @@ class NativeTurns(NativeFixture):
         # A person can reach the very TUI the daemon drives.
         self.assertEqual(tmux(sock, "has-session", "-t", "main").returncode, 0)
         self.assertIn("echo: hello native", tmux(sock, "capture-pane", "-p", "-t", "main").stdout)
+        self.assertEqual(tmux(sock, "show-options", "-gv", "history-limit").stdout.strip(), "100000")
+        self.assertEqual(tmux(sock, "display-message", "-p", "-t", "main", "#{window_width}x#{window_height}")
+                         .stdout.strip(), "160x48")
+        self.assertEqual(tmux(sock, "show-options", "-gv", "prefix").stdout.strip(), "None")
         listed = {s["session_id"]: s for s in self.bridge.request({"action": "list"})["sessions"]}
         self.assertEqual(listed["n-plain"]["config"]["tmux_socket"], sock)
         self.assertTrue(listed["n-plain"]["native"]["alive"])
