@@ -477,11 +477,11 @@ read_outcome answer_from_log(reader_actor* self, const std::string& run_id, int6
   return out;
 }
 
-// Keeps a finished run that was just read; a read that skipped its earlier
+// Keeps a finished run read a second time; a read that skipped its earlier
 // deltas or events is completed once (later reads of it are all from memory).
 void keep_finished(reader_actor* self, const storage::run_snapshot& run) {
   auto& cache = self->state.finished;
-  if (!cache || run.status == "running" || run.pruned_at)
+  if (!cache || run.status == "running" || run.pruned_at || !cache->read_again(run.run_id))
     return;
   if (run.delta_from == 0 && run.event_from == 0)
     return cache->put(storage::finished_run::from(run));

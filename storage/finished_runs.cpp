@@ -74,6 +74,20 @@ std::shared_ptr<const finished_run> finished_run_cache::find(const std::string& 
   return *it->second;
 }
 
+bool finished_run_cache::read_again(const std::string& run_id) {
+  constexpr size_t remembered = 4096;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (read_once_.count(run_id))
+    return true;
+  read_once_.insert(run_id);
+  read_once_order_.push_back(run_id);
+  if (read_once_order_.size() > remembered) {
+    read_once_.erase(read_once_order_.front());
+    read_once_order_.pop_front();
+  }
+  return false;
+}
+
 void finished_run_cache::put(std::shared_ptr<const finished_run> run) {
   size_t size = run->bytes();
   if (size > max_bytes_ / 2)

@@ -52,6 +52,11 @@ public:
   explicit finished_run_cache(size_t max_bytes) : max_bytes_(max_bytes) {}
 
   std::shared_ptr<const finished_run> find(const std::string& run_id);
+  // A finished run was just read from the log: true when it was read before
+  // (recently), i.e. it is worth keeping. Most finished runs are read once
+  // (the poll that sees them done) and never again; building them would be
+  // wasted work while other runs stream.
+  bool read_again(const std::string& run_id);
   void put(std::shared_ptr<const finished_run> run); // runs over half the cache are not kept
   // The run was pruned: dropped, and never taken in again (a reader may
   // still hold a snapshot from before the prune).
@@ -67,6 +72,8 @@ private:
   lru_list order_; // most recently read first
   std::unordered_map<std::string, lru_list::iterator> index_;
   std::unordered_set<std::string> forgotten_;
+  std::unordered_set<std::string> read_once_;
+  std::list<std::string> read_once_order_; // oldest first; bounded
 };
 
 } // namespace hb::storage

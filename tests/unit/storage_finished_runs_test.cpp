@@ -46,6 +46,17 @@ TEST_CASE("a finished run keeps its joined text, per-delta cursors and encoded o
   CHECK(run->result == std::optional<std::string>(R"({"final_response": "x"})"));
 }
 
+TEST_CASE("a finished run is worth keeping once it is read again") {
+  finished_run_cache cache(1 << 20);
+  CHECK_FALSE(cache.read_again("a"));
+  CHECK_FALSE(cache.read_again("b"));
+  CHECK(cache.read_again("a"));
+  CHECK(cache.read_again("a"));
+  for (int i = 0; i < 5000; ++i) // only recent first reads are remembered
+    cache.read_again("r" + std::to_string(i));
+  CHECK_FALSE(cache.read_again("b"));
+}
+
 TEST_CASE("a run without deltas has an empty text") {
   auto run = finished_run::from(finished("r", {}));
   CHECK(run->text.empty());
