@@ -1,7 +1,8 @@
 // The terminal client: `hermes-bridge chat` runs a turn on a running daemon
 // and streams it live (text, tool calls, approvals asked on the terminal;
 // Ctrl-C interrupts the run, a second Ctrl-C quits); `hermes-bridge call`
-// sends one raw request and prints the answer.
+// sends one raw request and prints the answer; `hermes-bridge attach` puts
+// the terminal into a native session's TUI.
 #include "app/daemon_client.hpp"
 #include "app/replay_render.hpp"
 #include "app/tool_commands.hpp"
@@ -12,11 +13,15 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <cstring>
+#include <vector>
 
 namespace hb::app {
 
@@ -34,7 +39,8 @@ double wall_now() {
 extern "C" void on_sigint(int) { interrupts.fetch_add(1); }
 
 struct client_flags {
-  std::string endpoint, session, profile, approve, message, request;
+  std::string endpoint, session, profile, approve, message, request, harness, workspace;
+  bool print = false;
 };
 
 std::string read_stdin() {
@@ -86,6 +92,10 @@ int chat(const client_flags& f) {
     req["session_id"] = f.session;
   if (!f.profile.empty())
     req["profile"] = f.profile;
+  if (!f.harness.empty())
+    req["harness"] = f.harness;
+  if (!f.workspace.empty())
+    req["workspace"] = f.workspace;
   json started = request(endpoint, req);
   std::string run_id = started.value("run_id", ""), session_id = started.value("session_id", "");
   std::fprintf(stderr, "[session %s, run %s]\n", session_id.c_str(), run_id.c_str());
@@ -147,6 +157,28 @@ int call(const client_flags& f) {
   return parsed.is_object() && parsed.value("ok", false) ? exit_ok : exit_failure;
 }
 
+// The native session's TUI, in this terminal: the daemon says where its
+// private tmux server listens.
+int attach(const client_flags& f) {
+  if (f.session.empty())
+    throw tool_error(exit_usage, "which session? give its id");
+  json status = request(endpoint_from(f.endpoint), json{{"action", "status"}, {"session_id", f.session}});
+  if (!status.value("exists", false))
+    throw tool_error(exit_unknown, "no session " + f.session);
+  json config = status.value("config", json::object());
+  if (config.value("harness", "") != "native" || !config.contains("tmux_socket"))
+    throw tool_error(exit_failure, "session " + f.session + " is not a native session: it has no TUI to attach to");
+  std::string socket = config.value("tmux_socket", ""), target = config.value("tmux_target", "main");
+  if (f.print) {
+    std::printf("%s\n", config.value("attach", "").c_str());
+    return exit_ok;
+  }
+  ::unsetenv("TMUX"); // attaching from inside tmux is what the person asked for
+  std::vector<const char*> argv{"tmux", "-S", socket.c_str(), "attach", "-t", target.c_str(), nullptr};
+  ::execvp("tmux", const_cast<char* const*>(argv.data()));
+  throw tool_error(exit_failure, std::string("cannot run tmux: ") + std::strerror(errno));
+}
+
 } // namespace
 
 void add_client_commands(CLI::App& app, std::function<int()>& chosen) {
@@ -156,6 +188,8 @@ void add_client_commands(CLI::App& app, std::function<int()>& chosen) {
   add_value(chat_cmd, "--session", flags->session, "session id (default: a new session)");
   add_value(chat_cmd, "--profile", flags->profile, "hermes profile");
   add_value(chat_cmd, "--approve", flags->approve, "answer every approval: once or deny (default: ask)");
+  add_value(chat_cmd, "--harness", flags->harness, "embedded or native (default: the daemon's)");
+  add_value(chat_cmd, "--workspace", flags->workspace, "native sessions: the TUI's working directory");
   chat_cmd->add_option("message", flags->message, "the message; omitted or - reads stdin");
   chat_cmd->footer(std::string("Ctrl-C interrupts the run; a second Ctrl-C quits.\n") + exit_codes_footer);
   on_chosen(chat_cmd, chosen, "chat", [flags] { return chat(*flags); });
@@ -164,6 +198,12 @@ void add_client_commands(CLI::App& app, std::function<int()>& chosen) {
   call_cmd->add_option("request", flags->request, "the request line (JSON); omitted or - reads stdin");
   call_cmd->footer(std::string("Exit code 1 when the answer says ok: false.\n") + exit_codes_footer);
   on_chosen(call_cmd, chosen, "call", [flags] { return call(*flags); });
+  auto* attach_cmd = app.add_subcommand("attach", "Watch or type along in a native session's hermes TUI (tmux).");
+  add_value(attach_cmd, "--endpoint", flags->endpoint, "the daemon (default: as `serve` finds it)");
+  attach_cmd->add_option("session", flags->session, "the native session's id")->required();
+  attach_cmd->add_flag("--print", flags->print, "print the tmux command instead of running it");
+  attach_cmd->footer(std::string("Leave with C-b d; the TUI goes on.\n") + exit_codes_footer);
+  on_chosen(attach_cmd, chosen, "attach", [flags] { return attach(*flags); });
 }
 
 } // namespace hb::app

@@ -68,16 +68,16 @@ void tmux_server::launch(const std::string& workspace, const std::vector<std::st
   std::string size = std::to_string(width) + "x" + std::to_string(height);
   // One client invocation. history-limit only applies to panes created
   // after it, so it comes first; window options need the session to exist.
+  // Key bindings stay tmux's own: what the daemon types goes to the pane
+  // directly (send-keys, paste-buffer), and a person who attached needs
+  // C-b d to leave again.
   checked({"set-option", "-g", "history-limit", "100000", ";",
            "new-session", "-d", "-s", target_, "-x", std::to_string(width), "-y",
            std::to_string(height), "-c", workspace, shell_command, ";",
            "set-option", "-g", "default-size", size, ";",
            "set-option", "-g", "window-size", "manual", ";",
            "set-option", "-sg", "escape-time", "0", ";",
-           "set-option", "-g", "status", "off", ";",
-           "set-option", "-g", "prefix", "None", ";",
-           "set-option", "-g", "prefix2", "None", ";",
-           "unbind-key", "-a", "-T", "prefix"},
+           "set-option", "-g", "status", "off"},
           {}, env);
 }
 

@@ -21,7 +21,7 @@ public:
   std::string attach_command() const; // what a person types to watch
 
   // Starts the server running `command` (argv) in `workspace`, at a fixed
-  // size, with a long history and no key bindings a paste could trigger.
+  // size, with a long history.
   void launch(const std::string& workspace, const std::vector<std::string>& command,
               const process_env& env, int width, int height) const;
   bool alive() const; // the session (and so the TUI) still runs

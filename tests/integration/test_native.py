@@ -123,7 +123,13 @@ class NativeTurns(NativeFixture):
         self.assertEqual(tmux(sock, "show-options", "-gv", "history-limit").stdout.strip(), "100000")
         self.assertEqual(tmux(sock, "display-message", "-p", "-t", "main", "#{window_width}x#{window_height}")
                          .stdout.strip(), "160x48")
-        self.assertEqual(tmux(sock, "show-options", "-gv", "prefix").stdout.strip(), "None")
+        # `hermes-bridge attach` takes a person there (C-b d leaves again).
+        attach = subprocess.run([str(self.bridge.command()[0]), "attach", "--endpoint", self.bridge.endpoint,
+                                 "--print", "n-plain"], capture_output=True, text=True, timeout=30)
+        self.assertEqual((attach.returncode, attach.stdout.strip()), (0, config["attach"]), attach.stderr)
+        not_native = subprocess.run([str(self.bridge.command()[0]), "attach", "--endpoint", self.bridge.endpoint,
+                                     "nobody"], capture_output=True, text=True, timeout=30)
+        self.assertEqual(not_native.returncode, 3, not_native.stderr)
         listed = {s["session_id"]: s for s in self.bridge.request({"action": "list"})["sessions"]}
         self.assertEqual(listed["n-plain"]["config"]["tmux_socket"], sock)
         self.assertTrue(listed["n-plain"]["native"]["alive"])
