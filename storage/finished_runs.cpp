@@ -8,13 +8,14 @@ namespace hb::storage {
 
 std::shared_ptr<const finished_run> finished_run::from(const run_snapshot& run) {
   auto out = std::make_shared<finished_run>();
-  out->run_id = run.run_id;
-  out->session_id = run.session_id;
-  out->status = run.status;
-  out->started_at = run.started_at;
-  out->ended_at = run.ended_at;
-  out->result = run.result;
-  out->error = run.error;
+  run_row& row = *out;
+  row.run_id = run.run_id;
+  row.session_id = run.session_id;
+  row.status = run.status;
+  row.started_at = run.started_at;
+  row.ended_at = run.ended_at;
+  row.result = run.result;
+  row.error = run.error;
   size_t size = 0;
   for (const auto& d : run.deltas)
     size += d.size();

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "storage/log_reader.hpp"
+#include "storage/log_rows.hpp"
 
 #include <cstdint>
 #include <list>
@@ -19,14 +20,8 @@
 
 namespace hb::storage {
 
-struct finished_run {
-  std::string run_id;
-  std::string session_id;
-  std::string status;
-  double started_at = 0;
-  std::optional<double> ended_at;
-  std::optional<std::string> result; // JSON text
-  std::optional<std::string> error;
+// The run's row (never a pruned one) plus everything it streamed.
+struct finished_run : run_row {
   std::string text;                  // every delta, joined
   std::vector<size_t> delta_ends;    // offset in `text` after each delta
   std::string quoted_text;           // `text` as a JSON string literal
