@@ -190,6 +190,8 @@ std::optional<int64_t> native_session::impl::find_user_row(const std::string& te
 // input while it cold-starts), then gives up with a clear error.
 int64_t native_session::impl::deliver_confirmed(const std::string& text, int64_t baseline) {
   for (int attempt = 0; attempt < 2; ++attempt) {
+    if (interrupt_sent || let_go) // before the chat was even answered: nothing is pasted
+      throw protocol::runtime_error("interrupted before hermes accepted the message");
     deliver(text, options.settle_timeout);
     auto until = clock_type::now() + options.confirm_timeout;
     while (clock_type::now() < until) {
