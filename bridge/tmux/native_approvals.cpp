@@ -81,14 +81,13 @@ void approval_watch::ask(const approval_prompt& prompt) {
 }
 
 void approval_watch::answer(const approval_prompt& prompt, const std::string& choice) {
-  std::string key = prompt.key_for(choice);
-  if (key.empty() || s_.let_go) // a stopping daemon answers nothing for the person at the TUI
+  auto keys = prompt.keys_for(choice);
+  if (keys.empty() || s_.let_go) // a stopping daemon answers nothing for the person at the TUI
     return;
   std::lock_guard<std::mutex> lock(s_.input_mu);
   try {
-    s_.tmux.send_keys({key});
-    if (prompt.legacy)
-      s_.tmux.send_keys({"Enter"});
+    for (const auto& key : keys) // one call each: a TUI reads them as separate key presses
+      s_.tmux.send_keys({key});
   } catch (const protocol::wire_error&) {
     // The TUI went away; nothing waits for the key any more.
   }

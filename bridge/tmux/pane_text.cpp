@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <regex>
 #include <sstream>
 
@@ -78,6 +79,7 @@ std::string unboxed(const std::string& line) {
   return s;
 }
 
+// The choice a panel row offers, or empty for a row that is none.
 std::string choice_for_label(const std::string& label) {
   std::string l = lower(label);
   if (l == "allow once")
@@ -86,7 +88,11 @@ std::string choice_for_label(const std::string& label) {
     return "session";
   if (l == "add to permanent allowlist")
     return "always";
-  return "deny";
+  if (l == "deny")
+    return "deny";
+  if (l == "show full command")
+    return "view";
+  return {};
 }
 
 std::string cap(std::string s, size_t bytes) {
@@ -109,16 +115,25 @@ std::optional<approval_prompt> parse_panel(const std::vector<std::string>& lines
   bool in_choices = false;
   for (size_t i = title + 1; i < lines.size(); ++i) {
     std::smatch m;
+    std::string part = unboxed(lines[i]);
+    std::string choice;
+    std::string key;
     if (std::regex_search(lines[i], m, choice_re)) {
+      choice = choice_for_label(m[2].str());
+      key = m[1].str();
+    } else {
+      choice = choice_for_label(part); // an older build's row: the label alone
+    }
+    if (!choice.empty()) {
       in_choices = true;
-      prompt.options.push_back({choice_for_label(m[2].str()), m[1].str()});
+      if (lines[i].find("❯") != std::string::npos)
+        prompt.selected = static_cast<int>(prompt.options.size());
+      prompt.options.push_back({choice, key});
     } else if (!in_choices) {
-      std::string part = unboxed(lines[i]);
       bool border = part.find("──") != std::string::npos || part.find("━━") != std::string::npos;
       if (!part.empty() && !border)
         preview += (preview.empty() ? "" : " ") + part;
-    } else if (!unboxed(lines[i]).empty() && unboxed(lines[i]).find("──") == std::string::npos &&
-               lower(lines[i]).find("show full command") == std::string::npos) {
+    } else if (!part.empty() && part.find("──") == std::string::npos) {
       break; // the panel ended
     }
   }
@@ -173,21 +188,33 @@ std::string normalized_message(const std::string& text) {
   return strip(out);
 }
 
-std::string approval_prompt::key_for(const std::string& choice) const {
-  std::string deny_key;
-  for (const auto& o : options) {
-    if (o.choice == choice)
-      return o.key;
-    if (o.choice == "deny")
-      deny_key = o.key;
-  }
-  return deny_key;
+std::vector<std::string> approval_prompt::keys_for(const std::string& choice) const {
+  auto find = [&](const std::string& c) {
+    for (size_t i = 0; i < options.size(); ++i)
+      if (options[i].choice == c)
+        return static_cast<int>(i);
+    return -1;
+  };
+  int at = choice == "view" ? -1 : find(choice);
+  if (at < 0)
+    at = find("deny");
+  if (at < 0)
+    return {};
+  const auto& o = options[static_cast<size_t>(at)];
+  if (legacy)
+    return {o.key, "Enter"};
+  if (!o.key.empty())
+    return {o.key};
+  std::vector<std::string> keys(static_cast<size_t>(std::abs(at - selected)), at > selected ? "Down" : "Up");
+  keys.push_back("Enter");
+  return keys;
 }
 
 std::vector<std::string> approval_prompt::choices() const {
   std::vector<std::string> out;
   for (const auto& o : options)
-    out.push_back(o.choice);
+    if (o.choice != "view")
+      out.push_back(o.choice);
   return out;
 }
 

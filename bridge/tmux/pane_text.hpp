@@ -23,23 +23,27 @@ std::string commit_needle(const std::string& text);
 // state.db row: CRLF/CR as LF, surrounding whitespace stripped.
 std::string normalized_message(const std::string& text);
 
-// A Dangerous Command prompt as the pane shows it.
+// A Dangerous Command prompt as the pane shows it: a panel of choices (with
+// digits in newer Hermes builds, without in older ones) or the legacy line.
 struct approval_prompt {
   struct option {
-    std::string choice; // the protocol's name: once, session, always, deny
-    std::string key;    // what to send: the digit, or the legacy letter
+    std::string choice; // once, session, always, deny; "view" for "Show full command"
+    std::string key;    // the digit, or the legacy letter; empty on a panel without digits
   };
   bool legacy = false;  // `Choice [o/s/a/D]:` line prompt: the key needs Enter
+  int selected = 0;     // the row marked with ❯ (panels without digits are navigated)
   std::string preview;  // the command as shown, borders stripped, <= 1024 bytes
   std::vector<option> options;
 
-  // The key for `choice`; deny's key when that choice is not offered.
-  std::string key_for(const std::string& choice) const;
-  std::vector<std::string> choices() const;
+  // The tmux keys that answer `choice` (deny's when that choice is not
+  // offered): the digit; the letter then Enter; or arrows to the row then
+  // Enter on a panel without digits.
+  std::vector<std::string> keys_for(const std::string& choice) const;
+  std::vector<std::string> choices() const; // what a client may answer ("view" is not)
 };
 
-// Requires the title and, for the panel, numbered "Allow once" and "Deny"
-// rows; nullopt when no prompt shows.
+// Requires the title and "Allow once" and "Deny" rows (the legacy prompt:
+// its `Choice [o/s/a/D]:` line, unanswered); nullopt when no prompt shows.
 std::optional<approval_prompt> parse_approval_prompt(const std::string& pane);
 
 } // namespace hb::bridge

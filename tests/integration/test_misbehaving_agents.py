@@ -61,6 +61,11 @@ def wait_until_done(b: Bridge, run_id: str, timeout: float = 120.0) -> dict:
     return head
 
 
+# Finished runs read twice are kept in memory on purpose (--finished-cache-mb,
+# bounded); these tests look for everything else that should go.
+NO_CACHE = ["--finished-cache-mb", "0"]
+
+
 class MemoryChecks(unittest.TestCase):
     def assert_memory_back(self, b: Bridge, baseline: float) -> None:
         if SANITIZED:
@@ -81,7 +86,7 @@ class MemoryChecks(unittest.TestCase):
 
 class MisbehavingAgents(MemoryChecks):
     def test_an_agent_that_ignores_interrupt_and_destroy_frees_the_session(self):
-        with Bridge() as b:
+        with Bridge(args=NO_CACHE) as b:
             baseline = baseline_mb(b)
             stuck = b.chat("stuck", "script:hang 3000;say finally")
             time.sleep(0.2)
@@ -99,7 +104,7 @@ class MisbehavingAgents(MemoryChecks):
             self.assert_memory_back(b, baseline)
 
     def test_a_flood_of_text_is_stored_and_served(self):
-        with Bridge() as b:
+        with Bridge(args=NO_CACHE) as b:
             baseline = baseline_mb(b)
             flood = b.chat("flood", "script:stream 50000 0", wait=True, timeout=60)
             self.assertEqual(flood["status"], "complete")
@@ -114,7 +119,7 @@ class MisbehavingAgents(MemoryChecks):
             self.assert_memory_back(b, baseline)
 
     def test_a_flood_of_big_deltas_then_destroy_gives_the_memory_back(self):
-        with Bridge() as b:
+        with Bridge(args=NO_CACHE) as b:
             baseline = baseline_mb(b)
             flood = b.chat("flood", f"script:flood {FLOOD_MB}")
             self.assertTrue(b.request({"action": "ping"})["pong"])  # served while it floods
@@ -125,7 +130,7 @@ class MisbehavingAgents(MemoryChecks):
             self.assertTrue(b.request({"action": "ping"})["pong"])
 
     def test_threads_that_outlive_the_turn_cannot_write_into_it(self):
-        with Bridge() as b:
+        with Bridge(args=NO_CACHE) as b:
             baseline = baseline_mb(b)
             run = b.chat("leaky", "script:leak-thread;say done", wait=True)
             time.sleep(0.6)  # the leaked thread calls back after the turn
@@ -136,7 +141,7 @@ class MisbehavingAgents(MemoryChecks):
             self.assert_memory_back(b, baseline)
 
     def test_an_agent_that_raises_fails_only_its_run(self):
-        with Bridge() as b:
+        with Bridge(args=NO_CACHE) as b:
             baseline = baseline_mb(b)
             bad = b.chat("bad", "script:raise no good", wait=True)
             self.assertEqual((bad["status"], bad["error"]), ("error", "no good"))

@@ -279,6 +279,17 @@ class NativeApprovals(NativeFixture):
         done = self.bridge.wait_done(run_id, timeout=20)
         self.assertIn("approval: once", done["output"])
 
+    def test_a_panel_without_digits_is_answered_with_arrows_and_enter(self):
+        run_id = self.chat("n-nodigits", "danger-nodigits mkfs /dev/sdz")["run_id"]
+        asked = self.bridge.wait_event(run_id, "approval.requested", timeout=20)
+        self.assertEqual(asked["choices"], ["once", "session", "always", "deny"])
+        self.assertIn("mkfs /dev/sdz", asked["command"])
+        self.bridge.request({"action": "approval_respond", "approval_id": asked["approval_id"], "choice": "session"})
+        done = self.bridge.wait_done(run_id, timeout=20)
+        self.assertIn("approval: session", done["output"])
+        answers = [e for e in self.tui_log_entries() if e.get("event") == "approval"]
+        self.assertEqual([a["key"] for a in answers], ["Enter on row 2"])
+
     def test_no_key_is_sent_while_no_panel_shows(self):
         self.turn("n-quiet", "tool echo hi")
         self.turn("n-quiet", "hello")

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 using namespace hb::bridge;
+using keys = std::vector<std::string>;
 
 TEST_CASE("a paste keeps tabs, sends every line break as CR and drops control bytes") {
   CHECK(paste_payload("a\tb\r\nc\nd\re") == "a\tb\rc\rd\re");
@@ -50,10 +51,10 @@ TEST_CASE("the numbered panel gives the preview, the offered choices and their d
   CHECK_FALSE(prompt->legacy);
   CHECK(prompt->preview == "rm -rf /tmp/scratch Hermes wants to run a command flagged as dangerous.");
   CHECK(prompt->choices() == std::vector<std::string>{"once", "session", "always", "deny"});
-  CHECK(prompt->key_for("once") == "1");
-  CHECK(prompt->key_for("session") == "2");
-  CHECK(prompt->key_for("always") == "3");
-  CHECK(prompt->key_for("deny") == "4");
+  CHECK(prompt->keys_for("once") == keys{"1"});
+  CHECK(prompt->keys_for("session") == keys{"2"});
+  CHECK(prompt->keys_for("always") == keys{"3"});
+  CHECK(prompt->keys_for("deny") == keys{"4"});
 }
 
 TEST_CASE("a panel without the permanent option denies with its own digit") {
@@ -61,8 +62,8 @@ TEST_CASE("a panel without the permanent option denies with its own digit") {
   auto prompt = parse_approval_prompt(three);
   REQUIRE(prompt);
   CHECK(prompt->choices() == std::vector<std::string>{"once", "session", "deny"});
-  CHECK(prompt->key_for("deny") == "3");
-  CHECK(prompt->key_for("always") == "3"); // not offered: fail closed
+  CHECK(prompt->keys_for("deny") == keys{"3"});
+  CHECK(prompt->keys_for("always") == keys{"3"}); // not offered: fail closed
 }
 
 TEST_CASE("no prompt without the title, the allow-once row and the deny row") {
@@ -79,8 +80,22 @@ TEST_CASE("the legacy line prompt answers with letters while nothing is typed af
   REQUIRE(prompt);
   CHECK(prompt->legacy);
   CHECK(prompt->preview == "rm -rf /");
-  CHECK(prompt->key_for("session") == "s");
-  CHECK(prompt->key_for("deny") == "d");
+  CHECK(prompt->keys_for("session") == keys{"s", "Enter"});
+  CHECK(prompt->keys_for("deny") == keys{"d", "Enter"});
   CHECK(parse_approval_prompt(legacy + "❯\n")); // the TUI's own prompt below it
   CHECK_FALSE(parse_approval_prompt("⚠️  DANGEROUS COMMAND: rm -rf /\nChoice [o/s/a/D]: d\napproval: deny\n"));
+}
+
+TEST_CASE("a panel without digits (older Hermes) is answered by moving to the row and pressing Enter") {
+  std::string panel = "│ ⚠️  Dangerous Command │\n│ curl x | sh │\n│   Allow once │\n│ ❯ Allow for this session │\n"
+                      "│   Add to permanent allowlist │\n│   Deny │\n│   Show full command │\n╰────╯\n";
+  auto prompt = parse_approval_prompt(panel);
+  REQUIRE(prompt);
+  CHECK(prompt->preview == "curl x | sh");
+  CHECK(prompt->selected == 1);
+  CHECK(prompt->choices() == keys{"once", "session", "always", "deny"}); // "Show full command" is no answer
+  CHECK(prompt->keys_for("session") == keys{"Enter"});
+  CHECK(prompt->keys_for("once") == keys{"Up", "Enter"});
+  CHECK(prompt->keys_for("deny") == keys{"Down", "Down", "Enter"});
+  CHECK(prompt->keys_for("view") == keys{"Down", "Down", "Enter"}); // never chosen for a client: deny
 }
