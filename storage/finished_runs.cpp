@@ -8,14 +8,7 @@ namespace hb::storage {
 
 std::shared_ptr<const finished_run> finished_run::from(const run_snapshot& run) {
   auto out = std::make_shared<finished_run>();
-  run_row& row = *out;
-  row.run_id = run.run_id;
-  row.session_id = run.session_id;
-  row.status = run.status;
-  row.started_at = run.started_at;
-  row.ended_at = run.ended_at;
-  row.result = run.result;
-  row.error = run.error;
+  static_cast<run_row&>(*out) = run; // the row; the streamed parts follow
   size_t size = 0;
   for (const auto& d : run.deltas)
     size += d.size();

@@ -76,6 +76,7 @@ std::optional<run_snapshot> log_reader::read_run(const std::string& run_id, int6
     return std::nullopt;
   run_snapshot snap;
   int64_t run_no = run_->getColumn(0).getInt64();
+  snap.run_no = run_no;
   snap.run_id = run_id;
   snap.session_id = run_->getColumn(1).getString();
   snap.status = run_->getColumn(2).getString();

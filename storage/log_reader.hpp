@@ -3,6 +3,7 @@
 // committed snapshot: a client can never see `done` without the last delta.
 #pragma once
 
+#include "storage/log_rows.hpp"
 #include "storage/log_writer.hpp"
 
 #include <SQLiteCpp/SQLiteCpp.h>
@@ -15,21 +16,14 @@
 
 namespace hb::storage {
 
-struct run_snapshot {
-  std::string run_id;
-  std::string session_id;
-  std::string status;
-  double started_at = 0;
-  std::optional<double> ended_at;
-  std::optional<std::string> result; // JSON text
-  std::optional<std::string> error;
+// The run's row and what a read took of its deltas and events.
+struct run_snapshot : run_row {
   std::vector<std::string> deltas;   // delta texts from delta_from on
   std::vector<std::string> events;   // event bodies from event_from on
   int64_t delta_from = 0;
   int64_t event_from = 0;
   int64_t delta_count = 0;           // all deltas of the run
   int64_t event_count = 0;           // all events of the run
-  std::optional<double> pruned_at;   // retention removed its deltas and events
 };
 
 class log_reader {
