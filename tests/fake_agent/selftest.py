@@ -19,6 +19,7 @@ sys.path.insert(0, str(HERE))
 import hermes_constants  # noqa: E402
 import run_agent  # noqa: E402
 from agent import prompt_builder  # noqa: E402
+from fake_support import eventlog  # noqa: E402
 from hermes_cli.config import load_config  # noqa: E402
 from hermes_cli.runtime_provider import resolve_runtime_provider  # noqa: E402
 from hermes_cli.tools_config import _get_platform_tools  # noqa: E402
@@ -59,10 +60,12 @@ class FakeAgentTestCase(unittest.TestCase):
         os.environ["HERMES_HOME"] = str(self.home)
         os.environ["FAKE_AGENT_LOG"] = str(self.home / "events.jsonl")
         os.environ.pop("HERMES_EXEC_ASK", None)
+        eventlog.configure()
 
     def tearDown(self):
         os.environ.clear()
         os.environ.update(self._saved_env)
+        eventlog.configure()
         terminal_tool.set_approval_callback(None)
         self.tmp.cleanup()
 

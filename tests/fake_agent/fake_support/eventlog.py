@@ -9,11 +9,26 @@ import os
 import threading
 
 _lock = threading.Lock()
+_path = None
+
+
+def configure() -> None:
+    """Reads $FAKE_AGENT_LOG again (the self-test changes it between cases).
+
+    Read once, not per line: log_callback runs twice for every streamed
+    delta, and a lookup of an unset variable raises and catches a KeyError
+    inside os.environ, which made the environment lookup most of what the
+    fake cost per delta (the real agent does nothing of the kind)."""
+    global _path
+    _path = os.environ.get("FAKE_AGENT_LOG") or None
+
+
+configure()
 
 
 def log(op, **fields) -> None:
-    path = os.environ.get("FAKE_AGENT_LOG")
-    if not path:
+    path = _path
+    if path is None:
         return
     # ensure_ascii keeps lone surrogates writable; default=str for odd objects.
     line = json.dumps({"op": op, **fields}, default=str, ensure_ascii=True)
@@ -24,4 +39,6 @@ def log(op, **fields) -> None:
 
 
 def log_callback(name) -> None:
+    if _path is None:
+        return
     log("cb", name=name, thread=threading.current_thread().name)
