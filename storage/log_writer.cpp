@@ -6,8 +6,11 @@
 
 namespace hb::storage {
 
+// One thread at a time uses a writer (built on one, then handed to the writer
+// actor's), so SQLite's own connection mutex, taken by every bind, step and
+// reset, is pure cost: about 5 % of the writer's time under W3.
 log_writer::log_writer(const std::string& path, const writer_options& options)
-  : db_(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE | SQLite::OPEN_FULLMUTEX) {
+  : db_(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE | SQLite::OPEN_NOMUTEX) {
   prepare_log(db_, options.synchronous);
   if (!options.checkpoint_on_commit)
     db_.exec("PRAGMA wal_autocheckpoint=0"); // a separate connection checkpoints
