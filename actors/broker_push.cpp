@@ -16,6 +16,13 @@ using protocol::json;
 
 namespace {
 
+// What one read for a subscriber takes at most, of deltas and of events
+// (see log_reader::read_run): a follower that falls behind a fast run gets
+// it in lines of about this size, one at a time as it reads them, instead
+// of everything since in one line (a 100 MB run made lines of 200 MB, and
+// the daemon held several copies of them).
+constexpr int64_t stream_read_bytes = 1 << 20;
+
 void read_for(broker_actor* self, uint64_t key);
 
 void follow_run(broker_actor* self, uint64_t key, const std::string& run_id) {
@@ -33,7 +40,7 @@ void follow_run(broker_actor* self, uint64_t key, const std::string& run_id) {
 }
 
 void on_read(broker_actor* self, uint64_t key, std::string line, bool news, int64_t cursor,
-             int64_t event_cursor, bool done) {
+             int64_t event_cursor, bool done, bool more) {
   auto& watchers = self->state.watchers;
   auto it = watchers.find(key);
   if (it == watchers.end())
@@ -76,6 +83,8 @@ void on_read(broker_actor* self, uint64_t key, std::string line, bool news, int6
         follow_run(self, key, std::exchange(w.next_run, std::string()));
       return;
     }
+    if (more)
+      w.again = true; // the rest is in the log already; no commit will announce it
   }
   if (std::exchange(w.again, false))
     read_for(self, key);
@@ -89,15 +98,16 @@ void read_for(broker_actor* self, uint64_t key) {
     return;
   }
   w.reading = true;
+  int64_t max_bytes = w.what == watcher::kind::long_poll ? 0 : stream_read_bytes;
   self->request(next_reader(self), caf::infinite, output_atom::value, w.run_id, w.cursor,
-                w.event_cursor, w.include_output)
+                w.event_cursor, w.include_output, max_bytes)
     .then(
-      [=](std::string& line, bool news, int64_t cursor, int64_t event_cursor, bool done) {
-        on_read(self, key, std::move(line), news, cursor, event_cursor, done);
+      [=](std::string& line, bool news, int64_t cursor, int64_t event_cursor, bool done, bool more) {
+        on_read(self, key, std::move(line), news, cursor, event_cursor, done, more);
       },
       [=](caf::error& err) {
         on_read(self, key, error_line("RuntimeError", "event log read failed: " + caf::to_string(err)),
-                true, 0, 0, true);
+                true, 0, 0, true, false);
       });
 }
 
@@ -124,8 +134,8 @@ void get_output(broker_actor* self, const reply_to& to, const json& req) {
   }
   if (wait_ms == 0) {
     self->request(next_reader(self), caf::infinite, output_atom::value, run_id, cursor, event_cursor,
-                  include_output)
-      .then([=](std::string& line, bool, int64_t, int64_t, bool) { respond(self, to, std::move(line)); },
+                  include_output, int64_t{0})
+      .then([=](std::string& line, bool, int64_t, int64_t, bool, bool) { respond(self, to, std::move(line)); },
             [=](caf::error& err) { respond_failure(self, to, err); });
     return;
   }

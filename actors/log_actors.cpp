@@ -13,6 +13,8 @@
 
 #include <malloc.h>
 
+#include <thread>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -34,6 +36,8 @@ std::atomic<uint64_t> output_bytes_moved{0};
 constexpr uint64_t trim_after_bytes = 4u << 20;
 
 void count_moved(size_t bytes) { output_bytes_moved.fetch_add(bytes, std::memory_order_relaxed); }
+
+std::atomic<int64_t> writer_backlog{0}; // see writer_backlog_limit
 
 // SQLite keeps a copy of every value bound to a prepared statement until it
 // is bound again: the statement that stored a run's result (its whole output
@@ -298,6 +302,7 @@ caf::behavior log_writer_actor(writer_actor* self, std::shared_ptr<storage::log_
     [=](delta_atom, const std::string& run_id, std::string& text, double at) {
       touch(self, run_id);
       count_moved(text.size());
+      writer_backlog_add(-static_cast<int64_t>(text.size()));
       size_t bytes = 2 * text.size(); // the delta and its stream.delta event
       apply(
         self,
@@ -310,6 +315,7 @@ caf::behavior log_writer_actor(writer_actor* self, std::shared_ptr<storage::log_
     [=](event_atom, const std::string& run_id, std::string& body, double at) {
       touch(self, run_id);
       count_moved(body.size());
+      writer_backlog_add(-static_cast<int64_t>(body.size()));
       size_t bytes = body.size();
       apply(
         self, [run_id, at, body = std::move(body)](storage::log_writer& w) { w.append_event(run_id, body, at); },
@@ -448,16 +454,17 @@ struct read_outcome {
   int64_t cursor = 0;
   int64_t event_cursor = 0;
   bool done = true;
+  bool more = false; // a bounded read stopped early: more is in the log already
 };
 
 template <class Encode>
 read_outcome answer_from_log(reader_actor* self, const std::string& run_id, int64_t cursor,
-                             int64_t delta_from, int64_t event_from, Encode encode) {
+                             int64_t delta_from, int64_t event_from, size_t max_bytes, Encode encode) {
   read_outcome out;
   try {
     if (!self->state.log)
       throw std::runtime_error("event log is not open for reading");
-    auto snap = self->state.log->read_run(run_id, delta_from, event_from);
+    auto snap = self->state.log->read_run(run_id, delta_from, event_from, max_bytes);
     if (!snap) {
       out.line = protocol::error_line(protocol::key_error("unknown run: " + run_id));
     } else if (snap->pruned_at) {
@@ -469,6 +476,7 @@ read_outcome answer_from_log(reader_actor* self, const std::string& run_id, int6
       out.cursor = snap->delta_count;
       out.event_cursor = snap->event_count;
       out.done = snap->status != "running";
+      out.more = snap->cut;
       out.news = out.done || snap->event_count > snap->event_from || snap->delta_count > cursor;
     }
   } catch (const std::exception& e) {
@@ -477,16 +485,31 @@ read_outcome answer_from_log(reader_actor* self, const std::string& run_id, int6
   return out;
 }
 
+size_t text_bytes(const std::vector<std::string>& texts) {
+  size_t n = 0;
+  for (const auto& t : texts)
+    n += t.size();
+  return n;
+}
+
 // Keeps a finished run read a second time; a read that skipped its earlier
 // deltas or events is completed once (later reads of it are all from memory).
+// A run the cache would not keep is never assembled: for a 100 MB run that
+// was several copies of its output at once, only to be thrown away.
 void keep_finished(reader_actor* self, const storage::run_snapshot& run) {
   auto& cache = self->state.finished;
   if (!cache || run.status == "running" || run.pruned_at || !cache->read_again(run.run_id))
     return;
+  // The text counts twice (joined and quoted); the result usually holds it too.
+  auto size = [](const storage::run_snapshot& r) {
+    return 2 * text_bytes(r.deltas) + text_bytes(r.events) + (r.result ? r.result->size() : 0);
+  };
+  if (!cache->would_keep(size(run)))
+    return;
   if (run.delta_from == 0 && run.event_from == 0)
     return cache->put(storage::finished_run::from(run));
   auto whole = self->state.log->read_run(run.run_id, 0, 0);
-  if (whole && !whole->pruned_at && whole->status != "running")
+  if (whole && !whole->pruned_at && whole->status != "running" && cache->would_keep(size(*whole)))
     cache->put(storage::finished_run::from(*whole));
 }
 
@@ -499,8 +522,10 @@ caf::behavior log_reader_actor(reader_actor* self, std::string path,
     log_event(log_level::error, "log.reader_open_failed", e.what());
   }
   return {
+    // max_bytes 0: everything from the cursors on (get_output); else a
+    // bounded read for a follower (see log_reader::read_run).
     [=](output_atom, const std::string& run_id, int64_t cursor, int64_t event_cursor,
-        bool include_output) {
+        bool include_output, int64_t max_bytes) {
       auto& st = self->state;
       read_outcome out;
       if (auto run = st.finished ? st.finished->find(run_id) : nullptr) {
@@ -508,19 +533,24 @@ caf::behavior log_reader_actor(reader_actor* self, std::string path,
         out.cursor = run->delta_count();
         out.event_cursor = run->event_count();
       } else {
-        out = answer_from_log(self, run_id, cursor, include_output ? 0 : cursor, event_cursor,
+        size_t limit = max_bytes > 0 ? static_cast<size_t>(max_bytes) : SIZE_MAX;
+        out = answer_from_log(self, run_id, cursor, include_output ? 0 : cursor, event_cursor, limit,
                               [&](const storage::run_snapshot& run) {
                                 keep_finished(self, run);
                                 return get_output_line(run, cursor, include_output);
                               });
       }
       count_moved(out.line.size());
-      return std::make_tuple(std::move(out.line), out.news, out.cursor, out.event_cursor, out.done);
+      // A message built here takes the line by move; a returned tuple was
+      // copied into one (a done run's line holds its result: 200 MB for a
+      // 100 MB run).
+      return caf::make_message(std::move(out.line), out.news, out.cursor, out.event_cursor, out.done,
+                               out.more);
     },
     [=](result_atom, const std::string& run_id) {
-      std::string line = answer_from_log(self, run_id, 0, 0, 0, get_result_line).line;
+      std::string line = answer_from_log(self, run_id, 0, 0, 0, SIZE_MAX, get_result_line).line;
       count_moved(line.size());
-      return line;
+      return caf::make_message(std::move(line)); // (see above)
     },
     [=](history_atom, const std::string& session_id) -> caf::result<std::string> {
       try {
@@ -535,6 +565,15 @@ caf::behavior log_reader_actor(reader_actor* self, std::string path,
 }
 
 } // namespace
+
+void writer_backlog_add(int64_t bytes) { writer_backlog.fetch_add(bytes, std::memory_order_relaxed); }
+
+bool writer_backlogged() { return writer_backlog.load(std::memory_order_relaxed) > writer_backlog_limit; }
+
+void wait_for_writer(const std::function<bool()>& stop) {
+  while (writer_backlog.load(std::memory_order_relaxed) > writer_backlog_limit / 2 && !stop())
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
 
 caf::actor spawn_log_writer(caf::actor_system& sys, std::shared_ptr<storage::log_writer> log,
                             const retention_settings& retention,

@@ -7,7 +7,8 @@
 #include <caf/fwd.hpp>
 
 #include <chrono>
-
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -25,6 +26,18 @@ struct retention_settings {
   storage::retention_policy policy;
   std::chrono::milliseconds interval{60'000}; // between checks when nothing is due
 };
+
+// Output (deltas, events) sent to the writer and not yet written, in bytes,
+// across all runs. An agent that streams faster than the log takes it (a
+// 100 MB flood arrives in a tenth of a second) would otherwise leave all of
+// it in the writer's mailbox: its sink waits instead while this is over
+// writer_backlog_limit, as a slow network would make it wait.
+constexpr int64_t writer_backlog_limit = 8 << 20;
+void writer_backlog_add(int64_t bytes); // the sender, before sending
+bool writer_backlogged();
+// Blocks (in short sleeps) until the backlog is down to half the limit or
+// `stop` says to give up.
+void wait_for_writer(const std::function<bool()>& stop);
 
 // `finished`: runs it prunes are dropped from there.
 caf::actor spawn_log_writer(caf::actor_system& sys, std::shared_ptr<storage::log_writer> log,

@@ -50,19 +50,27 @@ std::string get_output_line(const storage::run_snapshot& run, int64_t cursor, bo
   size_t from = static_cast<size_t>(std::clamp<int64_t>(cursor, run.delta_from, run.delta_count) -
                                     run.delta_from);
   bool done = run.status != "running";
+  std::string delta = joined(run.deltas, from);
+  std::string events = json_array(run.events, 0, false);
+  std::string output = include_output ? joined(run.deltas, 0) : std::string();
+  // One allocation for the line, as for a finished run in memory (a run's
+  // result alone can be hundreds of MB; doubling held twice that).
   object_writer w;
+  w.reserve(256 + run.run_id.size() + run.session_id.size() + (delta.size() + output.size()) * 11 / 10 +
+            (done && run.result ? run.result->size() : 0) + (run.error ? run.error->size() * 2 : 0) +
+            events.size());
   w.boolean("ok", true)
     .str("run_id", run.run_id)
     .str("session_id", run.session_id)
     .str("status", run.status)
-    .str("delta", joined(run.deltas, from))
+    .str("delta", delta)
     .integer("cursor", run.delta_count);
   if (include_output)
-    w.str("output", joined(run.deltas, 0));
+    w.str("output", output);
   w.boolean("done", done);
   optional_raw(w, "result", done ? run.result : std::nullopt);
   optional_str(w, "error", run.error);
-  w.raw("events", json_array(run.events, 0, false)).integer("event_cursor", run.event_count);
+  w.raw("events", events).integer("event_cursor", run.event_count);
   return w.finish();
 }
 

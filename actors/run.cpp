@@ -1,5 +1,6 @@
 #include "actors/run.hpp"
 
+#include "actors/log_actors.hpp"
 #include "actors/vocabulary.hpp"
 #include "bridge/python/embedded_agent.hpp"
 #include "protocol/json_text.hpp"
@@ -30,13 +31,22 @@ public:
       session_id_(spec.session_id) {}
 
   void delta(std::string text) override {
-    if (!closed_.load(std::memory_order_relaxed))
-      caf::anon_send(writer_, delta_atom::value, run_id_, std::move(text), now_seconds());
+    if (closed_.load(std::memory_order_relaxed))
+      return;
+    writer_backlog_add(static_cast<int64_t>(text.size()));
+    caf::anon_send(writer_, delta_atom::value, run_id_, std::move(text), now_seconds());
   }
 
   void event(std::string json) override {
-    if (!closed_.load(std::memory_order_relaxed))
-      caf::anon_send(writer_, event_atom::value, run_id_, std::move(json), now_seconds());
+    if (closed_.load(std::memory_order_relaxed))
+      return;
+    writer_backlog_add(static_cast<int64_t>(json.size()));
+    caf::anon_send(writer_, event_atom::value, run_id_, std::move(json), now_seconds());
+  }
+
+  bool backlogged() const override { return writer_backlogged(); }
+  void wait_for_room() override {
+    wait_for_writer([this] { return closed_.load(std::memory_order_relaxed); });
   }
 
   // The turn returned: threads it left behind write nothing more into it.
@@ -83,50 +93,19 @@ private:
   std::atomic<bool> closed_{false};
 };
 
-struct outcome {
-  std::string status = "error";
-  std::string result; // JSON text, empty for none
-  bool has_error = false;
-  std::string error;
-  bool has_history = false;
-  std::string history;
-  int64_t message_count = 0;
-};
-
-outcome read_outcome(const std::string& text) {
-  outcome out;
-  try {
-    auto doc = protocol::json::parse(text);
-    out.status = doc.value("status", "error");
-    if (doc.contains("result") && !doc["result"].is_null())
-      out.result = protocol::dumps(doc["result"]);
-    if (doc.contains("error") && doc["error"].is_string()) {
-      out.has_error = true;
-      out.error = doc["error"].get<std::string>();
-    }
-    if (doc.contains("history") && doc["history"].is_array()) {
-      out.has_history = true;
-      out.history = protocol::dumps(doc["history"]);
-      out.message_count = static_cast<int64_t>(doc["history"].size());
-    }
-  } catch (const std::exception& e) {
-    out.status = "error";
-    out.has_error = true;
-    out.error = std::string("hermes-bridge could not read the turn's outcome: ") + e.what();
-  }
-  return out;
-}
-
 // The end of every run: the session learns the turn is over, open questions
 // are settled and logged, then the terminal status is committed last.
-void finish(caf::blocking_actor* self, const run_spec& spec, const outcome& out) {
-  self->send(spec.session, closing_atom::value, spec.run_id, out.has_history, out.history,
-             out.message_count);
+// The outcome's texts are moved into the messages, never copied.
+void finish(caf::blocking_actor* self, const run_spec& spec, bridge::turn_outcome out) {
+  bool has_history = out.history.has_value();
+  self->send(spec.session, closing_atom::value, spec.run_id, has_history,
+             std::move(out.history).value_or(std::string()), out.message_count);
   self->request(spec.broker, caf::infinite, run_end_atom::value, spec.run_id)
     .receive([](bool) {}, [](caf::error&) {});
+  bool has_error = out.error.has_value();
   self
     ->request(spec.writer, caf::infinite, close_run_atom::value, spec.run_id, out.status,
-              out.result, out.has_error, out.error, now_seconds())
+              std::move(out.result), has_error, std::move(out.error).value_or(std::string()), now_seconds())
     .receive([](bool) {}, [](caf::error&) {});
   self->send(spec.session, run_done_atom::value, spec.run_id);
 }
@@ -145,9 +124,9 @@ void run_actor(caf::blocking_actor* self, std::shared_ptr<run_spec> holder) {
     }
   }
   self->send(spec.session, armed_atom::value, spec.run_id);
-  auto outcome = read_outcome(spec.agent->run_turn(sink, spec.request));
+  auto outcome = spec.agent->run_turn(sink, spec.request);
   sink->close();
-  finish(self, spec, outcome);
+  finish(self, spec, std::move(outcome));
   spec.agent.reset();
 }
 
@@ -168,7 +147,7 @@ void replay_actor(caf::blocking_actor* self, std::shared_ptr<run_spec> holder) {
   run_spec spec = std::move(*holder);
   auto sink = std::make_shared<actor_sink>(self->system(), spec);
   self->send(spec.session, armed_atom::value, spec.run_id);
-  outcome out;
+  bridge::turn_outcome out;
   try {
     storage::log_reader log(spec.replay.db_path);
     auto recorded = log.read_run(spec.replay.run_id, 0, 0);
@@ -201,14 +180,12 @@ void replay_actor(caf::blocking_actor* self, std::shared_ptr<run_spec> holder) {
     }
     out.status = stopped ? "interrupted" : recorded->status;
     out.result = recorded->result.value_or("");
-    out.has_error = recorded->error.has_value();
-    out.error = recorded->error.value_or("");
+    out.error = recorded->error;
   } catch (const std::exception& e) {
     out.status = "error";
-    out.has_error = true;
     out.error = e.what();
   }
-  finish(self, spec, out);
+  finish(self, spec, std::move(out));
 }
 
 } // namespace

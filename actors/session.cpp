@@ -382,8 +382,8 @@ void on_chat(session_actor* self, const std::string& request, caf::response_prom
     start_run(self, std::move(plan), rp);
 }
 
-void on_closing(session_actor* self, const std::string& run_id, bool has_history,
-                const std::string& history, int64_t message_count) {
+void on_closing(session_actor* self, const std::string& run_id, bool has_history, std::string& history,
+                int64_t message_count) {
   auto& st = self->state;
   if (run_id != st.run_id)
     return;
@@ -391,7 +391,7 @@ void on_closing(session_actor* self, const std::string& run_id, bool has_history
   st.run_id.clear();
   st.last_used_at = now_seconds();
   if (has_history) {
-    st.history = history;
+    st.history = std::move(history); // the message is this actor's: no copy of a long conversation
     st.message_count = message_count;
   }
   persist(self);
@@ -527,7 +527,7 @@ caf::behavior session_behavior(session_actor* self, std::string id, session_link
         st.starting.erase(it);
       }
     },
-    [=](closing_atom, const std::string& run_id, bool has_history, const std::string& history,
+    [=](closing_atom, const std::string& run_id, bool has_history, std::string& history,
         int64_t message_count) { on_closing(self, run_id, has_history, history, message_count); },
     [=](run_done_atom, const std::string& run_id) {
       auto& st = self->state;

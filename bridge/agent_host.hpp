@@ -4,7 +4,9 @@
 // actors or threads, never from the CAF scheduler.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace hb::bridge {
@@ -17,6 +19,11 @@ public:
   virtual ~turn_sink() = default;
   virtual void delta(std::string text) = 0;
   virtual void event(std::string json) = 0;
+  // True while the daemon has more of this host's output to write than it
+  // wants to hold; the host then calls wait_for_room() (without any lock the
+  // rest of the daemon needs, e.g. the GIL) before sending more.
+  virtual bool backlogged() const { return false; }
+  virtual void wait_for_room() {}
   // Block until a client answers or the deadline passes; return the answer.
   // An empty answer means the question was withdrawn (see below).
   virtual std::string ask_approval(std::string request_json, double timeout_s) = 0;
@@ -28,15 +35,24 @@ public:
   virtual void withdraw_questions(std::string reason) = 0;
 };
 
+// How a turn ended, its parts already JSON text. Kept apart (not one JSON
+// document to parse again): a 100 MB turn's outcome is several hundred MB
+// of text, and every extra copy of it was a copy the daemon held at once.
+struct turn_outcome {
+  std::string status = "error";        // complete, interrupted or error
+  std::string result;                  // get_output's "result" as JSON text; empty for none
+  std::optional<std::string> error;
+  std::optional<std::string> history;  // the conversation so far, a JSON array
+  int64_t message_count = 0;           // its length
+};
+
 class agent_host {
 public:
   virtual ~agent_host() = default;
   // Clears a stale interrupt; after this returns, interrupt() stops the next turn.
   virtual void prepare_turn() = 0;
-  // Runs one turn on the calling thread. Returns the outcome JSON
-  // ({status, result, error, history}); never throws.
-  virtual std::string run_turn(const std::shared_ptr<turn_sink>& sink,
-                               const std::string& request_json) = 0;
+  // Runs one turn on the calling thread; never throws.
+  virtual turn_outcome run_turn(const std::shared_ptr<turn_sink>& sink, const std::string& request_json) = 0;
   virtual void interrupt(const std::string& message_json) = 0; // throws protocol::wire_error
   // The daemon stops: end the live turn soon. An embedded turn is
   // interrupted; a native one is only let go (the TUI, which outlives the

@@ -84,7 +84,7 @@ bool finished_run_cache::read_again(const std::string& run_id) {
 
 void finished_run_cache::put(std::shared_ptr<const finished_run> run) {
   size_t size = run->bytes();
-  if (size > max_bytes_ / 2)
+  if (!would_keep(size))
     return; // it would push out everything else
   std::lock_guard<std::mutex> lock(mu_);
   if (index_.count(run->run_id) || forgotten_.count(run->run_id))

@@ -53,6 +53,7 @@ public:
   // wasted work while other runs stream.
   bool read_again(const std::string& run_id);
   void put(std::shared_ptr<const finished_run> run); // runs over half the cache are not kept
+  bool would_keep(size_t run_bytes) const { return run_bytes <= max_bytes_ / 2; }
   // The run was pruned: dropped, and never taken in again (a reader may
   // still hold a snapshot from before the prune).
   void forget(const std::string& run_id);

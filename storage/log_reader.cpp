@@ -1,6 +1,7 @@
 #include "storage/log_reader.hpp"
 
 #include <algorithm>
+#include <limits>
 
 namespace hb::storage {
 
@@ -8,14 +9,15 @@ log_reader::log_reader(const std::string& path)
   : db_(path, SQLite::OPEN_READONLY | SQLite::OPEN_FULLMUTEX) {
   db_.setBusyTimeout(5000);
   run_ = std::make_unique<SQLite::Statement>(
-    db_, "SELECT run_no, session_id, status, started_at, ended_at, result, error, pruned_at"
-         " FROM runs WHERE run_id=?");
+    db_, "SELECT run_no, session_id, status, started_at, ended_at, pruned_at FROM runs WHERE run_id=?");
+  // Apart: a run's result holds its whole output, and a cut read skips it.
+  outcome_ = std::make_unique<SQLite::Statement>(db_, "SELECT result, error FROM runs WHERE run_no=?");
   deltas_ = std::make_unique<SQLite::Statement>(
-    db_, "SELECT text FROM deltas WHERE run_no=? AND seq>=? ORDER BY seq");
+    db_, "SELECT at, text FROM deltas WHERE run_no=? AND seq>=? ORDER BY seq");
   delta_count_ = std::make_unique<SQLite::Statement>(
     db_, "SELECT coalesce(max(seq) + 1, 0) FROM deltas WHERE run_no=?");
   events_ = std::make_unique<SQLite::Statement>(
-    db_, "SELECT body FROM events WHERE run_no=? AND seq>=? ORDER BY seq");
+    db_, "SELECT at, body FROM events WHERE run_no=? AND seq>=? ORDER BY seq");
   event_count_ = std::make_unique<SQLite::Statement>(
     db_, "SELECT coalesce(max(seq) + 1, 0) FROM events WHERE run_no=?");
   history_ = std::make_unique<SQLite::Statement>(db_, "SELECT history FROM sessions WHERE session_id=?");
@@ -56,14 +58,44 @@ std::vector<session_row> load_sessions(SQLite::Database& db) {
   return rows;
 }
 
+namespace {
+
+// Rows from a query of (at, text), in order, until they hold max_bytes of
+// text (the row that crosses it included). Returns the latest `at` taken
+// when rows were left unread, else +infinity.
+double take_rows(SQLite::Statement& q, int64_t rows_left, size_t max_bytes, std::vector<std::string>& texts,
+                 std::vector<double>& ats) {
+  size_t bytes = 0;
+  double latest = -std::numeric_limits<double>::infinity();
+  while (bytes < max_bytes && q.executeStep()) {
+    double at = q.getColumn(0).getDouble();
+    texts.push_back(q.getColumn(1).getString());
+    ats.push_back(at);
+    bytes += texts.back().size();
+    latest = std::max(latest, at);
+  }
+  return static_cast<int64_t>(texts.size()) < rows_left ? latest : std::numeric_limits<double>::infinity();
+}
+
+// Keeps the leading rows logged no later than `cut`.
+void keep_until(double cut, std::vector<std::string>& texts, const std::vector<double>& ats) {
+  size_t keep = 0;
+  while (keep < ats.size() && ats[keep] <= cut)
+    ++keep;
+  texts.resize(keep);
+}
+
+} // namespace
+
 std::optional<run_snapshot> log_reader::read_run(const std::string& run_id, int64_t delta_from,
-                                                 int64_t event_from) {
+                                                 int64_t event_from, size_t max_bytes) {
   // One read transaction: every SELECT below sees the same committed state.
   SQLite::Transaction snapshot(db_);
   struct reset_all {
     log_reader* r;
     ~reset_all() {
       r->run_->reset();
+      r->outcome_->reset();
       r->deltas_->reset();
       r->delta_count_->reset();
       r->events_->reset();
@@ -83,12 +115,8 @@ std::optional<run_snapshot> log_reader::read_run(const std::string& run_id, int6
   snap.started_at = run_->getColumn(3).getDouble();
   if (!run_->getColumn(4).isNull())
     snap.ended_at = run_->getColumn(4).getDouble();
-  if (!run_->getColumn(5).isNull())
-    snap.result = run_->getColumn(5).getString();
-  if (!run_->getColumn(6).isNull())
-    snap.error = run_->getColumn(6).getString();
-  if (!run_->getColumn(7).isNull()) {
-    snap.pruned_at = run_->getColumn(7).getDouble();
+  if (!run_->getColumn(5).isNull()) {
+    snap.pruned_at = run_->getColumn(5).getDouble();
     snapshot.commit();
     return snap;
   }
@@ -102,17 +130,38 @@ std::optional<run_snapshot> log_reader::read_run(const std::string& run_id, int6
   snap.delta_from = std::clamp<int64_t>(delta_from, 0, snap.delta_count);
   snap.event_from = std::clamp<int64_t>(event_from, 0, snap.event_count);
 
+  max_bytes = std::max<size_t>(max_bytes, 1); // every read takes at least one row
+  std::vector<double> delta_ats, event_ats;
+  double cut = std::numeric_limits<double>::infinity();
   if (snap.delta_from < snap.delta_count) {
     deltas_->bind(1, run_no);
     deltas_->bind(2, snap.delta_from);
-    while (deltas_->executeStep())
-      snap.deltas.push_back(deltas_->getColumn(0).getString());
+    cut = take_rows(*deltas_, snap.delta_count - snap.delta_from, max_bytes, snap.deltas, delta_ats);
   }
   if (snap.event_from < snap.event_count) {
     events_->bind(1, run_no);
     events_->bind(2, snap.event_from);
-    while (events_->executeStep())
-      snap.events.push_back(events_->getColumn(0).getString());
+    cut = std::min(cut, take_rows(*events_, snap.event_count - snap.event_from, max_bytes, snap.events,
+                                  event_ats));
+  }
+  if (cut != std::numeric_limits<double>::infinity()) {
+    // The kind that set the cut keeps every row it took (all logged no
+    // later than the cut), so each read moves on.
+    keep_until(cut, snap.deltas, delta_ats);
+    keep_until(cut, snap.events, event_ats);
+    snap.cut = true;
+    snap.delta_count = snap.delta_from + static_cast<int64_t>(snap.deltas.size());
+    snap.event_count = snap.event_from + static_cast<int64_t>(snap.events.size());
+    snap.status = "running";
+    snap.ended_at.reset();
+  } else if (snap.status != "running") {
+    outcome_->bind(1, run_no);
+    if (outcome_->executeStep()) {
+      if (!outcome_->getColumn(0).isNull())
+        snap.result = outcome_->getColumn(0).getString();
+      if (!outcome_->getColumn(1).isNull())
+        snap.error = outcome_->getColumn(1).getString();
+    }
   }
   snapshot.commit();
   return snap;

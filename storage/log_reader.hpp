@@ -8,6 +8,7 @@
 
 #include <SQLiteCpp/SQLiteCpp.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -22,8 +23,9 @@ struct run_snapshot : run_row {
   std::vector<std::string> events;   // event bodies from event_from on
   int64_t delta_from = 0;
   int64_t event_from = 0;
-  int64_t delta_count = 0;           // all deltas of the run
-  int64_t event_count = 0;           // all events of the run
+  int64_t delta_count = 0;           // all deltas of the run (up to the cut when cut)
+  int64_t event_count = 0;           // all events of the run (likewise)
+  bool cut = false;                  // more rows follow: see read_run's max_bytes
 };
 
 class log_reader {
@@ -32,8 +34,15 @@ public:
 
   // Deltas from delta_from and events from event_from (each clamped to the
   // run's count); pass 0 for everything.
+  //
+  // With max_bytes, a read that would take more text than that of deltas
+  // or of events stops early, at a moment of the run: only rows logged up to
+  // that time are returned, deltas and events alike, so a tool event never
+  // arrives ahead of the text streamed before it. The snapshot then shows
+  // the run as it stood then: `cut`, still running, no result, counts up to
+  // the cut. A follower reading a 100 MB run thus holds a few MB at a time.
   std::optional<run_snapshot> read_run(const std::string& run_id, int64_t delta_from,
-                                       int64_t event_from);
+                                       int64_t event_from, size_t max_bytes = SIZE_MAX);
   // Every event of a run with the time it was logged, in order (for
   // replaying a recorded run); nullopt for an unknown run.
   struct timed_event {
@@ -46,7 +55,8 @@ public:
 
 private:
   SQLite::Database db_;
-  std::unique_ptr<SQLite::Statement> run_, deltas_, events_, delta_count_, event_count_, history_;
+  std::unique_ptr<SQLite::Statement> run_, outcome_, deltas_, events_, delta_count_, event_count_,
+    history_;
 };
 
 // Sessions not destroyed, oldest first, without their history (loaded on demand).

@@ -100,12 +100,14 @@ void log_writer::close_run(const std::string& run_id, std::string_view status,
     return;
   begin();
   finish_run_->bind(1, std::string(status));
+  // NoCopy: a result can hold the run's whole output twice; the strings
+  // outlive the exec() below, and the writer clears its bindings after.
   if (result)
-    finish_run_->bind(2, *result);
+    finish_run_->bindNoCopy(2, *result);
   else
     finish_run_->bind(2);
   if (error)
-    finish_run_->bind(3, *error);
+    finish_run_->bindNoCopy(3, *error);
   else
     finish_run_->bind(3);
   finish_run_->bind(4, ended_at);
@@ -121,8 +123,8 @@ void log_writer::put_session(const session_row& row) {
   upsert_session_->bind(1, row.session_id);
   upsert_session_->bind(2, row.created_at);
   upsert_session_->bind(3, row.last_used_at);
-  upsert_session_->bind(4, row.config);
-  upsert_session_->bind(5, row.history);
+  upsert_session_->bindNoCopy(4, row.config); // (see close_run)
+  upsert_session_->bindNoCopy(5, row.history);
   upsert_session_->bind(6, row.message_count);
   upsert_session_->bind(7, row.destroyed ? 1 : 0);
   upsert_session_->bind(8, row.history_known ? 1 : 0);

@@ -16,7 +16,7 @@ import sys
 import traceback
 from typing import Any
 
-from bridge_json import clean_text, plain, to_json  # clean_text: C++ uses it for lone surrogates
+from bridge_json import clean_text, dumps, plain, to_json  # clean_text: C++ uses it for lone surrogates
 from bridge_profiles import (DBS, GATE, PATHS, accepted_kwargs, configure, gateway_timeout_s,
                              load_config, max_iterations_for, model_from, platform_name,
                              reasoning_config_for, section, service_tier_for,
@@ -152,14 +152,16 @@ def run_turn(session: Session, sink: Any, request_json: str) -> str:
             _mirror_turn(session, before, user_text, result,
                          len(history) if isinstance(history, list) else 0)
             messages = result.get("messages")
-            return to_json({"status": "interrupted" if result.get("interrupted") else "complete",
-                            "result": result, "error": None,
-                            "history": messages if isinstance(messages, list) else None})
+            status = "interrupted" if result.get("interrupted") else "complete"
+            # Each part encoded on its own (see turn_outcome in agent_host.hpp).
+            encoded = dumps(result)
+            if not isinstance(messages, list):
+                return [status, encoded, None, None, 0]
+            return [status, encoded, None, dumps(messages), len(messages)]
         except BaseException as exc:  # the daemon outlives anything the agent raises
             text = str(exc)
-            return to_json({"status": "error", "error": text,
-                            "result": {"error": text, "traceback": traceback.format_exc()},
-                            "history": None})
+            return ["error", to_json({"error": text, "traceback": traceback.format_exc()}),
+                    clean_text(text), None, 0]
         finally:
             session.unbind(undo)
 

@@ -29,7 +29,12 @@ def plain(value: Any) -> Any:
     return clean_text(str(value))
 
 
+def dumps(clean: Any) -> str:
+    """JSON text of a value plain() already made safe."""
+    return json.dumps(clean, ensure_ascii=False)
+
+
 def to_json(value: Any) -> str:
-    return json.dumps(plain(value), ensure_ascii=False)
+    return dumps(plain(value))
 
 

@@ -1,5 +1,7 @@
 #include "bridge/python/embedded_agent.hpp"
 
+#include "protocol/json_text.hpp"
+
 #include <pybind11/embed.h>
 
 #include <cstddef>
@@ -53,6 +55,14 @@ std::string utf8_of(const py::handle& text) {
   return cleaned.cast<std::string>();
 }
 
+// The GIL is let go only to wait (rarely): other sessions' agents go on.
+void wait_if_backlogged(turn_sink& s) {
+  if (!s.backlogged())
+    return;
+  py::gil_scoped_release nogil;
+  s.wait_for_room();
+}
+
 } // namespace
 
 // The sink as Python sees it. Calls that wait drop the GIL so the agent's
@@ -61,15 +71,22 @@ PYBIND11_EMBEDDED_MODULE(hermes_bridge_native, m) {
   py::class_<turn_sink, std::shared_ptr<turn_sink>>(m, "Sink")
     // delta and event only enqueue a message: cheaper than handing the GIL
     // back and forth on every delta (that cost a third of the daemon's CPU).
-    .def("delta", [](turn_sink& s, const py::str& text) { s.delta(utf8_of(text)); })
+    .def("delta", [](turn_sink& s, const py::str& text) {
+      s.delta(utf8_of(text));
+      wait_if_backlogged(s);
+    })
     // The turn's stream_callback itself: str(text) of anything but None,
     // with no Python frame in between (it runs for every delta).
     .def("text", [](turn_sink& s, const py::handle& text) {
       if (text.is_none())
         return;
       s.delta(PyUnicode_Check(text.ptr()) ? utf8_of(text) : utf8_of(py::str(text)));
+      wait_if_backlogged(s);
     })
-    .def("event", [](turn_sink& s, const py::str& json) { s.event(utf8_of(json)); })
+    .def("event", [](turn_sink& s, const py::str& json) {
+      s.event(utf8_of(json));
+      wait_if_backlogged(s);
+    })
     .def("ask_approval", [](turn_sink& s, const std::string& req, double timeout_s) {
       py::gil_scoped_release nogil;
       return s.ask_approval(req, timeout_s);
@@ -165,26 +182,43 @@ std::shared_ptr<agent_session> agent_session::create(const std::string& session_
   }
 }
 
-std::string agent_session::run_turn(const std::shared_ptr<turn_sink>& sink,
-                                    const std::string& request_json) {
+turn_outcome agent_session::run_turn(const std::shared_ptr<turn_sink>& sink,
+                                     const std::string& request_json) {
   py::gil_scoped_acquire gil;
+  turn_outcome out;
   try {
-    py::object out = adapter().attr("run_turn")(impl_->session, sink, request_json);
-    return utf8_of(out);
+    // [status, result JSON or None, error or None, history JSON or None, message count]
+    py::list parts = adapter().attr("run_turn")(impl_->session, sink, request_json);
+    // Each JSON text is let go on the Python side as soon as it is copied.
+    auto take = [&](size_t i) {
+      py::object part = parts[i];
+      parts[i] = py::none();
+      return part;
+    };
+    out.status = utf8_of(take(0));
+    if (py::object result = take(1); !result.is_none())
+      out.result = utf8_of(result);
+    if (py::object error = take(2); !error.is_none())
+      out.error = utf8_of(error);
+    if (py::object history = take(3); !history.is_none())
+      out.history = utf8_of(history);
+    out.message_count = take(4).cast<int64_t>();
   } catch (const py::error_already_set& e) {
-    auto err = to_wire_error(e);
     // run_turn catches everything itself; this is the adapter failing.
-    py::object to_json = adapter().attr("to_json");
-    py::dict outcome;
-    outcome["status"] = "error";
-    outcome["error"] = err.what();
-    py::dict result;
-    result["error"] = err.what();
-    result["traceback"] = err.type + ": " + err.what();
-    outcome["result"] = result;
-    outcome["history"] = py::none();
-    return to_json(outcome).cast<std::string>();
+    auto err = to_wire_error(e);
+    out = turn_outcome{};
+    out.error = err.what();
+    out.result = protocol::object_writer{}
+                   .str("error", err.what())
+                   .str("traceback", err.type + ": " + err.what())
+                   .finish();
+  } catch (const std::exception& e) {
+    // An outcome of the wrong shape (pybind11's cast errors are C++ exceptions).
+    out = turn_outcome{};
+    out.error = std::string("hermes-bridge could not read the turn's outcome: ") + e.what();
+    out.result = protocol::object_writer{}.str("error", *out.error).finish();
   }
+  return out;
 }
 
 void agent_session::prepare_turn() {

@@ -41,7 +41,7 @@ public:
   ~agent_session() override;
 
   void prepare_turn() override;
-  std::string run_turn(const std::shared_ptr<turn_sink>& sink, const std::string& request_json) override;
+  turn_outcome run_turn(const std::shared_ptr<turn_sink>& sink, const std::string& request_json) override;
   void interrupt(const std::string& message_json) override;
   bool steer(const std::string& text) override;
 

@@ -80,14 +80,17 @@ void write_json_file(const std::string& path, const json& doc) {
   std::rename(tmp.c_str(), path.c_str());
 }
 
-std::string outcome(const std::string& status, json result, const std::optional<std::string>& error,
-                    const json& history) {
-  json out;
-  out["status"] = status;
-  out["result"] = std::move(result);
-  out["error"] = error ? json(*error) : json(nullptr);
-  out["history"] = history;
-  return protocol::dumps(out);
+turn_outcome outcome(const std::string& status, const json& result, const std::optional<std::string>& error,
+                     const json& history) {
+  turn_outcome out;
+  out.status = status;
+  out.result = protocol::dumps(result);
+  out.error = error;
+  if (history.is_array()) {
+    out.history = protocol::dumps(history);
+    out.message_count = static_cast<int64_t>(history.size());
+  }
+  return out;
 }
 
 } // namespace
@@ -196,7 +199,7 @@ void native_session::prepare_turn() {
   impl_->let_go = false;
 }
 
-std::string native_session::run_turn(const std::shared_ptr<turn_sink>& sink, const std::string& request_json) {
+turn_outcome native_session::run_turn(const std::shared_ptr<turn_sink>& sink, const std::string& request_json) {
   auto& s = *impl_;
   json request = json::parse(request_json, nullptr, false);
   json base = request.is_object() && request.contains("conversation_history") &&

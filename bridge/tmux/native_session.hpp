@@ -43,7 +43,7 @@ public:
   ~native_session() override;
 
   void prepare_turn() override;
-  std::string run_turn(const std::shared_ptr<turn_sink>& sink, const std::string& request_json) override;
+  turn_outcome run_turn(const std::shared_ptr<turn_sink>& sink, const std::string& request_json) override;
   void interrupt(const std::string& message_json) override;
   void let_go(const std::string& message_json) override;
   bool steer(const std::string& text) override;

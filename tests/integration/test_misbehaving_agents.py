@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 import unittest
 
@@ -128,6 +129,55 @@ class MisbehavingAgents(MemoryChecks):
             self.assertTrue(b.request({"action": "destroy", "session_id": "flood"})["destroyed"])
             self.assert_memory_back(b, baseline)
             self.assertTrue(b.request({"action": "ping"})["pong"])
+
+    def test_a_subscriber_follows_a_flood_in_bounded_lines_while_the_daemon_holds_little_of_it(self):
+        # The agent may run only a few MB ahead of the log, and a follower
+        # that falls behind gets the rest in lines of about 1 MiB of text
+        # (and as much of events), not in one line of everything since.
+        with Bridge(args=NO_CACHE) as b:
+            baseline = baseline_mb(b)
+            flood = b.chat("flood", f"script:flood {FLOOD_MB}")
+            deltas = FLOOD_MB * 16  # of 64 KiB
+            streaming_peak = [baseline]
+            stop = threading.Event()
+
+            def sample() -> None:
+                # RSS first, then how far the run is: it only moves on, so a
+                # sample filed under "before 3/4" was taken before 3/4. Up to
+                # there the agent is still sending: what the daemon holds
+                # then is its own doing, not the agent's returned result.
+                while not stop.wait(0.02):
+                    rss = b.rss_mb()
+                    if head_of_output(b, flood["run_id"]).get("cursor", 0) < deltas * 3 // 4:
+                        streaming_peak[0] = max(streaming_peak[0], rss)
+            sampler = threading.Thread(target=sample)
+            sampler.start()
+            text_bytes, cursor, lines, longest, last = 0, 0, 0, 0, b""
+            try:
+                with b.connect(timeout=120) as sock:
+                    sock.sendall(json.dumps({"action": "subscribe", "run_id": flood["run_id"]}).encode() + b"\n")
+                    for line in sock.makefile("rb"):
+                        if b'"done": true' in line[:400]:
+                            last = line  # its result holds the whole text twice: not parsed
+                            break
+                        lines += 1
+                        longest = max(longest, len(line))
+                        update = json.loads(line)
+                        text_bytes += len(update.get("delta", ""))
+                        cursor = update.get("cursor", cursor)
+            finally:
+                stop.set()
+                sampler.join()
+            self.assertIn(b'"status": "complete"', last[:400])
+            self.assertEqual(int(re.search(rb'"cursor": (\d+)', last[:400]).group(1)), deltas)
+            # Every line so far carried exactly the deltas up to its cursor
+            # (the last line may carry the rest: 64 KiB each).
+            self.assertEqual(text_bytes, cursor << 16)
+            self.assertGreater(lines, FLOOD_MB // 4)
+            self.assertLess(longest, 4 << 20)
+            if not SANITIZED:
+                growth = streaming_peak[0] - baseline
+                self.assertLess(growth, FLOOD_MB / 2, f"RSS grew {growth:.0f} MB while a {FLOOD_MB} MB run streamed")
 
     def test_threads_that_outlive_the_turn_cannot_write_into_it(self):
         with Bridge(args=NO_CACHE) as b:

@@ -95,6 +95,66 @@ TEST_CASE("deltas read from a cursor come with the run's full count", "[storage]
   CHECK(r.read_run("r1", 9, 0)->deltas.empty());
 }
 
+TEST_CASE("a bounded read stops at a moment of the run, deltas and events alike", "[storage]") {
+  temp_db db;
+  hb::storage::log_writer w(db.path);
+  hb::storage::log_reader r(db.path);
+  w.open_run("r1", "s1", 1.0);
+  // Four 10-byte deltas at t=2..5, an event between each (t=2.5, 3.5, 4.5).
+  for (int i = 0; i < 4; ++i) {
+    w.append_delta("r1", std::string(10, static_cast<char>('a' + i)), 2.0 + i);
+    if (i < 3)
+      w.append_event("r1", "{\"after\": " + std::to_string(i) + "}", 2.5 + i);
+  }
+  w.close_run("r1", "complete", std::string(R"({"final_response": "all"})"), std::nullopt, 9.0);
+  w.commit();
+
+  // 15 bytes: the deltas stop after the second (t=3), so only the event
+  // logged before that (t=2.5) comes with them.
+  auto first = r.read_run("r1", 0, 0, 15);
+  REQUIRE(first);
+  CHECK(first->cut);
+  CHECK(first->deltas == std::vector<std::string>{std::string(10, 'a'), std::string(10, 'b')});
+  CHECK(first->events == std::vector<std::string>{"{\"after\": 0}"});
+  CHECK(first->delta_count == 2);
+  CHECK(first->event_count == 1);
+  // As the run stood then: still running, no result yet.
+  CHECK(first->status == "running");
+  CHECK_FALSE(first->result);
+  CHECK_FALSE(first->ended_at);
+
+  // From there on, with room for everything: the rest and the outcome.
+  auto rest = r.read_run("r1", first->delta_count, first->event_count, 1000);
+  REQUIRE(rest);
+  CHECK_FALSE(rest->cut);
+  CHECK(rest->deltas.size() == 2);
+  CHECK(rest->events.size() == 2);
+  CHECK(rest->delta_count == 4);
+  CHECK(rest->event_count == 3);
+  CHECK(rest->status == "complete");
+  CHECK(*rest->result == R"({"final_response": "all"})");
+
+  // A budget smaller than one row still moves on by a row each time, and
+  // walking the run in the smallest steps yields every row once, in order.
+  int64_t d = 0, e = 0, reads = 0;
+  std::vector<std::string> deltas, events;
+  for (;;) {
+    auto step = r.read_run("r1", d, e, 1);
+    REQUIRE(step);
+    REQUIRE(++reads < 20);
+    deltas.insert(deltas.end(), step->deltas.begin(), step->deltas.end());
+    events.insert(events.end(), step->events.begin(), step->events.end());
+    REQUIRE((step->delta_count > d || step->event_count > e || !step->cut));
+    d = step->delta_count;
+    e = step->event_count;
+    if (!step->cut)
+      break;
+  }
+  CHECK(deltas.size() == 4);
+  CHECK(events == std::vector<std::string>{"{\"after\": 0}", "{\"after\": 1}", "{\"after\": 2}"});
+  CHECK(deltas[3] == std::string(10, 'd'));
+}
+
 TEST_CASE("rolled back appends never reach readers", "[storage]") {
   temp_db db;
   hb::storage::log_writer w(db.path);
