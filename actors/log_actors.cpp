@@ -571,7 +571,11 @@ void writer_backlog_add(int64_t bytes) { writer_backlog.fetch_add(bytes, std::me
 bool writer_backlogged() { return writer_backlog.load(std::memory_order_relaxed) > writer_backlog_limit; }
 
 void wait_for_writer(const std::function<bool()>& stop) {
-  while (writer_backlog.load(std::memory_order_relaxed) > writer_backlog_limit / 2 && !stop())
+  // A writer that takes nothing for this long is stuck (or gone, as the
+  // daemon stops): the agent goes on rather than hang in its callback.
+  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (writer_backlog.load(std::memory_order_relaxed) > writer_backlog_limit / 2 && !stop() &&
+         std::chrono::steady_clock::now() < give_up)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 

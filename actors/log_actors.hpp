@@ -35,8 +35,8 @@ struct retention_settings {
 constexpr int64_t writer_backlog_limit = 8 << 20;
 void writer_backlog_add(int64_t bytes); // the sender, before sending
 bool writer_backlogged();
-// Blocks (in short sleeps) until the backlog is down to half the limit or
-// `stop` says to give up.
+// Blocks (in short sleeps) until the backlog is down to half the limit,
+// `stop` says to give up, or 30 s have passed.
 void wait_for_writer(const std::function<bool()>& stop);
 
 // `finished`: runs it prunes are dropped from there.
