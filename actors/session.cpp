@@ -1,6 +1,7 @@
 #include "actors/session.hpp"
 
 #include "actors/blocking_call.hpp"
+#include "actors/chat_request.hpp"
 #include "actors/responses.hpp"
 #include "actors/run.hpp"
 #include "bridge/python/embedded_agent.hpp"
@@ -12,8 +13,6 @@
 #include <iostream>
 
 #include <atomic>
-#include <climits>
-#include <cstdlib>
 #include <map>
 #include <tuple>
 
@@ -29,14 +28,6 @@ using call_outcome = std::tuple<bool, std::string, std::string>;
 namespace {
 
 constexpr std::chrono::seconds interrupt_sync_limit{10};
-
-struct chat_plan {
-  std::string request;
-  bool wait = false;
-  double timeout = 0;
-  std::string replay;       // a recorded run to stream back instead of a turn
-  double replay_speed = 1.0;
-};
 
 struct session_state {
   std::string id;
@@ -176,20 +167,6 @@ void adopt_config(session_state& st, const std::string& config) {
   st.workspace = text("workspace");
 }
 
-std::string real_path(const std::string& path) {
-  char buffer[PATH_MAX];
-  return ::realpath(path.c_str(), buffer) ? std::string(buffer) : path;
-}
-
-std::string resumed_config(const std::string& config, int64_t message_count) {
-  auto doc = json::parse(config, nullptr, false);
-  if (!doc.is_object())
-    return config;
-  doc["resumed"] = true;
-  doc["resumed_message_count"] = message_count;
-  return protocol::dumps(doc);
-}
-
 // A resumed session continues its stored conversation unless the client
 // sends its own history (Hermes Studio always does and keeps control).
 void start_with_history(session_actor* self, chat_plan plan, caf::response_promise rp) {
@@ -218,12 +195,6 @@ void start_with_history(session_actor* self, chat_plan plan, caf::response_promi
         rp.deliver(error_line("RuntimeError", "event log read failed: " + caf::to_string(err)), true);
       });
 }
-
-// What a session's agent is built from.
-struct agent_recipe {
-  std::string profile, model, provider;
-  std::string harness, workspace;
-};
 
 void build_then_start(session_actor* self, agent_recipe recipe, chat_plan plan,
                       caf::response_promise rp) {
@@ -305,56 +276,21 @@ void on_chat(session_actor* self, const std::string& request, caf::response_prom
                st.created);
     return;
   }
-  chat_plan plan;
-  plan.request = request;
-  json req = json::parse(request);
-  agent_recipe recipe;
-  auto& [profile, model, provider, harness, workspace] = recipe;
+  chat_request chat;
   try {
-    profile = protocol::field_str(req, "profile");
-    model = protocol::py_strip(protocol::field_str(req, "model"));
-    provider = protocol::py_strip(protocol::field_str(req, "provider"));
-    harness = protocol::py_lower(protocol::py_strip(protocol::field_str(req, "harness")));
-    if (harness.empty())
-      harness = st.created ? st.harness : st.links.default_harness;
-    if (harness != "embedded" && harness != "native")
-      throw protocol::value_error("harness must be 'embedded' or 'native', not '" + harness + "'");
-    workspace = protocol::field_str(req, "workspace");
-    if (!workspace.empty()) {
-      if (harness != "native")
-        throw protocol::value_error("workspace applies to native sessions only (add \"harness\": \"native\")");
-      workspace = real_path(workspace);
-    }
-    plan.wait = protocol::field_truthy(req, "wait");
-    if (plan.wait)
-      plan.timeout = protocol::field_float(req, "timeout");
-    plan.replay = protocol::py_strip(protocol::field_str(req, "replay"));
-    if (!plan.replay.empty() && protocol::has_field(req, "speed")) {
-      plan.replay_speed = protocol::field_float(req, "speed");
-      if (!(plan.replay_speed > 0))
-        throw protocol::value_error("speed must be a positive number");
-    }
+    chat = read_chat(request, st.created ? st.harness : st.links.default_harness);
   } catch (const protocol::wire_error& e) {
     rp.deliver(error_line(e), st.created);
     return;
   }
+  auto& [recipe, plan] = chat;
+  auto& [profile, model, provider, harness, workspace] = recipe;
   if (!plan.replay.empty()) {
     // A replay needs no agent: the session exists for it as it is.
     if (!st.created) {
       st.created = true;
       st.created_at = st.last_used_at = now_seconds();
-      adopt_config(st, object_writer{}
-                         .str("requested_session_id", st.id)
-                         .str("profile", "default")
-                         .str("model", "replay")
-                         .null("provider")
-                         .null("base_url")
-                         .null("api_mode")
-                         .str("platform", "replay")
-                         .boolean("resumed", false)
-                         .integer("resumed_message_count", 0)
-                         .null("db_error")
-                         .finish());
+      adopt_config(st, replay_session_config(st.id));
       persist(self);
     }
     st.busy = true;

@@ -1,0 +1,78 @@
+#include "actors/chat_request.hpp"
+
+#include "protocol/json_text.hpp"
+#include "protocol/request.hpp"
+#include "protocol/wire_error.hpp"
+
+#include <climits>
+#include <cstdint>
+#include <cstdlib>
+
+namespace hb::actors {
+
+namespace {
+
+std::string real_path(const std::string& path) {
+  char buffer[PATH_MAX];
+  return ::realpath(path.c_str(), buffer) ? std::string(buffer) : path;
+}
+
+} // namespace
+
+chat_request read_chat(const std::string& request_line, const std::string& harness_if_unset) {
+  chat_request out;
+  out.plan.request = request_line;
+  protocol::json req = protocol::json::parse(request_line);
+  auto& [profile, model, provider, harness, workspace] = out.recipe;
+  profile = protocol::field_str(req, "profile");
+  model = protocol::py_strip(protocol::field_str(req, "model"));
+  provider = protocol::py_strip(protocol::field_str(req, "provider"));
+  harness = protocol::py_lower(protocol::py_strip(protocol::field_str(req, "harness")));
+  if (harness.empty())
+    harness = harness_if_unset;
+  if (harness != "embedded" && harness != "native")
+    throw protocol::value_error("harness must be 'embedded' or 'native', not '" + harness + "'");
+  workspace = protocol::field_str(req, "workspace");
+  if (!workspace.empty()) {
+    if (harness != "native")
+      throw protocol::value_error("workspace applies to native sessions only (add \"harness\": \"native\")");
+    workspace = real_path(workspace);
+  }
+  chat_plan& plan = out.plan;
+  plan.wait = protocol::field_truthy(req, "wait");
+  if (plan.wait)
+    plan.timeout = protocol::field_float(req, "timeout");
+  plan.replay = protocol::py_strip(protocol::field_str(req, "replay"));
+  if (!plan.replay.empty() && protocol::has_field(req, "speed")) {
+    plan.replay_speed = protocol::field_float(req, "speed");
+    if (!(plan.replay_speed > 0))
+      throw protocol::value_error("speed must be a positive number");
+  }
+  return out;
+}
+
+std::string replay_session_config(const std::string& session_id) {
+  return protocol::object_writer{}
+    .str("requested_session_id", session_id)
+    .str("profile", "default")
+    .str("model", "replay")
+    .null("provider")
+    .null("base_url")
+    .null("api_mode")
+    .str("platform", "replay")
+    .boolean("resumed", false)
+    .integer("resumed_message_count", 0)
+    .null("db_error")
+    .finish();
+}
+
+std::string resumed_config(const std::string& config, int64_t message_count) {
+  auto doc = protocol::json::parse(config, nullptr, false);
+  if (!doc.is_object())
+    return config;
+  doc["resumed"] = true;
+  doc["resumed_message_count"] = message_count;
+  return protocol::dumps(doc);
+}
+
+} // namespace hb::actors
