@@ -25,6 +25,14 @@ constexpr int64_t stream_read_bytes = 1 << 20;
 
 void read_for(broker_actor* self, uint64_t key);
 
+// Read again once the client has taken what it was sent (on_drained).
+void defer(watcher& w) {
+  if (!w.deferred)
+    w.deferred_since = std::chrono::steady_clock::now();
+  w.deferred = true;
+  w.again = false;
+}
+
 void follow_run(broker_actor* self, uint64_t key, const std::string& run_id) {
   auto& w = self->state.watchers.at(key);
   w.run_id = run_id;
@@ -55,14 +63,15 @@ void on_read(broker_actor* self, uint64_t key, std::string line, bool news, int6
       return;
     }
   } else {
-    if (news && !done && unsent_bytes(self, w.to.h) > 0) {
+    uint64_t unsent = unsent_bytes(self, w.to.h);
+    // A run's last line goes out at once, unless it is too big to queue
+    // behind what the client has not taken yet (it holds the run's result).
+    bool too_big = unsent + line.size() + 1 > self->state.settings->subscriber_buffer_bytes;
+    if (news && unsent > 0 && (!done || too_big)) {
       // The client has not taken the last line yet: hold this news back and
-      // send everything since in one line once it has (fewer, larger lines
-      // for a slow reader; nothing piles up for a stopped one).
-      if (!w.deferred)
-        w.deferred_since = std::chrono::steady_clock::now();
-      w.deferred = true;
-      w.again = false;
+      // send everything since once it has (fewer, larger lines for a slow
+      // reader; nothing piles up for a stopped one).
+      defer(w);
       return;
     }
     if (news) {
@@ -83,8 +92,13 @@ void on_read(broker_actor* self, uint64_t key, std::string line, bool news, int6
         follow_run(self, key, std::exchange(w.next_run, std::string()));
       return;
     }
-    if (more)
-      w.again = true; // the rest is in the log already; no commit will announce it
+    if (more) {
+      // The rest is in the log already (no commit will announce it): read
+      // it once the client has taken this line.
+      if (unsent_bytes(self, w.to.h) > 0)
+        return defer(w);
+      w.again = true;
+    }
   }
   if (std::exchange(w.again, false))
     read_for(self, key);

@@ -5,6 +5,7 @@
 #include "actors/broker_state.hpp"
 
 #include "actors/blocking_call.hpp"
+#include "actors/log_actors.hpp"
 #include "bridge/python/embedded_agent.hpp"
 #include "protocol/request.hpp"
 
@@ -57,9 +58,9 @@ std::string approval_line(const std::string& id, bool resolved, const std::strin
 
 } // namespace
 
+// Through the run's queue, behind everything the agent sent before it.
 void emit(broker_actor* self, const std::string& run_id, const json& event) {
-  self->send(self->state.links.writer, event_atom::value, run_id, protocol::dumps(event),
-             now_seconds());
+  send_run_output(self->state.links.writer, run_id, nullptr, true, protocol::dumps(event), now_seconds());
 }
 
 // Answers a question nobody answered: approvals are denied (fail closed),
@@ -135,7 +136,7 @@ void approval_respond(broker_actor* self, const reply_to& to, const json& req) {
   blocking_call(self, [=] {
     return bridge::resolve_gateway_approval(session_id, choice, [&](int released) {
       auto event = released > 0 ? resolved_event(id, choice) : resolved_event(id, "deny", "timeout");
-      caf::anon_send(writer, event_atom::value, run_id, protocol::dumps(event), now_seconds());
+      send_run_output(writer, run_id, nullptr, true, protocol::dumps(event), now_seconds());
     }) > 0;
   }).then([=](bool resolved) { respond(self, to, approval_line(id, resolved, choice)); },
           [=](caf::error& err) { respond_failure(self, to, err); });

@@ -2,6 +2,7 @@
 
 #include "actors/daemon_log.hpp"
 #include "actors/responses.hpp"
+#include "actors/run_output.hpp"
 #include "actors/vocabulary.hpp"
 #include "protocol/json_text.hpp"
 #include "protocol/wire_error.hpp"
@@ -12,8 +13,6 @@
 #include <sqlite3.h>
 
 #include <malloc.h>
-
-#include <thread>
 
 #include <algorithm>
 #include <atomic>
@@ -37,7 +36,6 @@ constexpr uint64_t trim_after_bytes = 4u << 20;
 
 void count_moved(size_t bytes) { output_bytes_moved.fetch_add(bytes, std::memory_order_relaxed); }
 
-std::atomic<int64_t> writer_backlog{0}; // see writer_backlog_limit
 
 // SQLite keeps a copy of every value bound to a prepared statement until it
 // is bound again: the statement that stored a run's result (its whole output
@@ -255,6 +253,43 @@ std::string stream_delta_event(const std::string& text) {
   return body;
 }
 
+// Texts are moved into the operation, whose members are not const, so
+// moving the operation moves them too. A run's result holds its whole output
+// twice; copying it at each step (the capture, the std::function, the
+// optional) cost a 200 MB flood about 1.2 GB more memory and 4 s.
+void apply_delta(writer_actor* self, const std::string& run_id, std::string text, double at) {
+  count_moved(text.size());
+  size_t bytes = 2 * text.size(); // the delta and its stream.delta event
+  apply(
+    self,
+    [run_id, at, text = std::move(text)](storage::log_writer& w) {
+      if (w.append_delta(run_id, text, at))
+        w.append_event(run_id, stream_delta_event(text), at);
+    },
+    bytes, true);
+}
+
+void apply_event(writer_actor* self, const std::string& run_id, std::string body, double at) {
+  count_moved(body.size());
+  size_t bytes = body.size();
+  apply(
+    self, [run_id, at, body = std::move(body)](storage::log_writer& w) { w.append_event(run_id, body, at); },
+    bytes);
+}
+
+void write_queued(writer_actor* self, const std::string& run_id, std::vector<run_output::item> items) {
+  if (items.empty())
+    return;
+  touch(self, run_id);
+  for (auto& item : items) {
+    writer_backlog_add(-static_cast<int64_t>(item.text.size()));
+    if (item.is_event)
+      apply_event(self, run_id, std::move(item.text), item.at);
+    else
+      apply_delta(self, run_id, std::move(item.text), item.at);
+  }
+}
+
 // One bounded pruning step; the next one queues behind whatever appends
 // arrived meanwhile, so retention never holds the writer for long.
 void prune_step(writer_actor* self) {
@@ -301,28 +336,23 @@ caf::behavior log_writer_actor(writer_actor* self, std::shared_ptr<storage::log_
     // about 1.2 GB more memory and 4 s.
     [=](delta_atom, const std::string& run_id, std::string& text, double at) {
       touch(self, run_id);
-      count_moved(text.size());
-      writer_backlog_add(-static_cast<int64_t>(text.size()));
-      size_t bytes = 2 * text.size(); // the delta and its stream.delta event
-      apply(
-        self,
-        [run_id, at, text = std::move(text)](storage::log_writer& w) {
-          if (w.append_delta(run_id, text, at))
-            w.append_event(run_id, stream_delta_event(text), at);
-        },
-        bytes, true);
+      apply_delta(self, run_id, std::move(text), at);
     },
     [=](event_atom, const std::string& run_id, std::string& body, double at) {
       touch(self, run_id);
-      count_moved(body.size());
-      writer_backlog_add(-static_cast<int64_t>(body.size()));
-      size_t bytes = body.size();
-      apply(
-        self, [run_id, at, body = std::move(body)](storage::log_writer& w) { w.append_event(run_id, body, at); },
-        bytes);
+      apply_event(self, run_id, std::move(body), at);
+    },
+    // A live run's queue went from empty to not: take all of it.
+    [=](pending_atom, const std::string& run_id) {
+      if (auto queue = find_run_output(run_id))
+        write_queued(self, run_id, queue->take());
     },
     [=](close_run_atom, const std::string& run_id, const std::string& status, std::string& result,
         bool has_error, std::string& error, double at) {
+      if (auto queue = find_run_output(run_id)) {
+        write_queued(self, run_id, queue->close()); // whatever its last message did not take
+        forget_run_output(run_id);
+      }
       touch(self, run_id);
       self->state.session_of_run.erase(run_id); // its entry in `touched` carries the session
       size_t bytes = result.size() + error.size();
@@ -566,17 +596,32 @@ caf::behavior log_reader_actor(reader_actor* self, std::string path,
 
 } // namespace
 
-void writer_backlog_add(int64_t bytes) { writer_backlog.fetch_add(bytes, std::memory_order_relaxed); }
-
-bool writer_backlogged() { return writer_backlog.load(std::memory_order_relaxed) > writer_backlog_limit; }
-
-void wait_for_writer(const std::function<bool()>& stop) {
-  // A writer that takes nothing for this long is stuck (or gone, as the
-  // daemon stops): the agent goes on rather than hang in its callback.
-  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (writer_backlog.load(std::memory_order_relaxed) > writer_backlog_limit / 2 && !stop() &&
-         std::chrono::steady_clock::now() < give_up)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+void send_run_output(const caf::actor& writer, const std::string& run_id, run_output* queue, bool is_event,
+                     std::string text, double at) {
+  std::shared_ptr<run_output> found;
+  if (!queue) {
+    found = find_run_output(run_id);
+    queue = found.get();
+  }
+  if (!queue) {
+    if (is_event)
+      caf::anon_send(writer, event_atom::value, run_id, std::move(text), at);
+    else
+      caf::anon_send(writer, delta_atom::value, run_id, std::move(text), at);
+    return;
+  }
+  auto size = static_cast<int64_t>(text.size());
+  switch (queue->push(is_event, std::move(text), at)) {
+    case run_output::pushed::first:
+      writer_backlog_add(size);
+      caf::anon_send(writer, pending_atom::value, run_id);
+      break;
+    case run_output::pushed::more:
+      writer_backlog_add(size);
+      break;
+    case run_output::pushed::refused:
+      break; // the run is closed: dropped, as the log would refuse it
+  }
 }
 
 caf::actor spawn_log_writer(caf::actor_system& sys, std::shared_ptr<storage::log_writer> log,

@@ -8,7 +8,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 
@@ -27,17 +26,14 @@ struct retention_settings {
   std::chrono::milliseconds interval{60'000}; // between checks when nothing is due
 };
 
-// Output (deltas, events) sent to the writer and not yet written, in bytes,
-// across all runs. An agent that streams faster than the log takes it (a
-// 100 MB flood arrives in a tenth of a second) would otherwise leave all of
-// it in the writer's mailbox: its sink waits instead while this is over
-// writer_backlog_limit, as a slow network would make it wait.
-constexpr int64_t writer_backlog_limit = 8 << 20;
-void writer_backlog_add(int64_t bytes); // the sender, before sending
-bool writer_backlogged();
-// Blocks (in short sleeps) until the backlog is down to half the limit,
-// `stop` says to give up, or 30 s have passed.
-void wait_for_writer(const std::function<bool()>& stop);
+class run_output;
+
+// A delta or event of a live run for the writer, through the run's queue
+// (see run_output.hpp; `queue` may be null: it is looked up by run id). A
+// run without a queue (closed, or never a live one) gets a message of its
+// own, which the writer refuses for a closed run as before.
+void send_run_output(const caf::actor& writer, const std::string& run_id, run_output* queue, bool is_event,
+                     std::string text, double at);
 
 // `finished`: runs it prunes are dropped from there.
 caf::actor spawn_log_writer(caf::actor_system& sys, std::shared_ptr<storage::log_writer> log,

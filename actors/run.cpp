@@ -1,6 +1,7 @@
 #include "actors/run.hpp"
 
 #include "actors/log_actors.hpp"
+#include "actors/run_output.hpp"
 #include "actors/vocabulary.hpp"
 #include "bridge/python/embedded_agent.hpp"
 #include "protocol/json_text.hpp"
@@ -28,20 +29,16 @@ class actor_sink final : public bridge::turn_sink {
 public:
   actor_sink(caf::actor_system& sys, const run_spec& spec)
     : sys_(sys), writer_(spec.writer), broker_(spec.broker), run_id_(spec.run_id),
-      session_id_(spec.session_id) {}
+      session_id_(spec.session_id), output_(open_run_output(spec.run_id)) {}
 
   void delta(std::string text) override {
-    if (closed_.load(std::memory_order_relaxed))
-      return;
-    writer_backlog_add(static_cast<int64_t>(text.size()));
-    caf::anon_send(writer_, delta_atom::value, run_id_, std::move(text), now_seconds());
+    if (!closed_.load(std::memory_order_relaxed))
+      send_run_output(writer_, run_id_, output_.get(), false, std::move(text), now_seconds());
   }
 
   void event(std::string json) override {
-    if (closed_.load(std::memory_order_relaxed))
-      return;
-    writer_backlog_add(static_cast<int64_t>(json.size()));
-    caf::anon_send(writer_, event_atom::value, run_id_, std::move(json), now_seconds());
+    if (!closed_.load(std::memory_order_relaxed))
+      send_run_output(writer_, run_id_, output_.get(), true, std::move(json), now_seconds());
   }
 
   bool backlogged() const override { return writer_backlogged(); }
@@ -90,6 +87,7 @@ private:
   caf::actor broker_;
   std::string run_id_;
   std::string session_id_;
+  std::shared_ptr<run_output> output_; // to the writer, in order (run_output.hpp)
   std::atomic<bool> closed_{false};
 };
 
@@ -177,6 +175,8 @@ void replay_actor(caf::blocking_actor* self, std::shared_ptr<run_spec> holder) {
       } else if (name != "approval.resolved") {
         sink->event(ev.body);
       }
+      if (sink->backlogged()) // a fast replay of a big run waits for the log like an agent
+        sink->wait_for_room();
     }
     out.status = stopped ? "interrupted" : recorded->status;
     out.result = recorded->result.value_or("");

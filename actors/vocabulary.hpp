@@ -19,6 +19,7 @@ using open_run_atom = caf::atom_constant<caf::atom("open_run")>;
 using delta_atom = caf::atom_constant<caf::atom("delta")>;
 using event_atom = caf::atom_constant<caf::atom("event")>;
 using close_run_atom = caf::atom_constant<caf::atom("close_run")>;
+using pending_atom = caf::atom_constant<caf::atom("pending")>; // a run's queued output (run_output.hpp)
 using put_sess_atom = caf::atom_constant<caf::atom("put_sess")>;
 using flush_atom = caf::atom_constant<caf::atom("flush")>;
 using prune_atom = caf::atom_constant<caf::atom("prune")>;

@@ -77,10 +77,10 @@ double take_rows(SQLite::Statement& q, int64_t rows_left, size_t max_bytes, std:
   return static_cast<int64_t>(texts.size()) < rows_left ? latest : std::numeric_limits<double>::infinity();
 }
 
-// Keeps the leading rows logged no later than `cut`.
-void keep_until(double cut, std::vector<std::string>& texts, const std::vector<double>& ats) {
+// Keeps the leading rows logged before `cut` (or at it, when `inclusive`).
+void keep_until(double cut, bool inclusive, std::vector<std::string>& texts, const std::vector<double>& ats) {
   size_t keep = 0;
-  while (keep < ats.size() && ats[keep] <= cut)
+  while (keep < ats.size() && (ats[keep] < cut || (inclusive && ats[keep] == cut)))
     ++keep;
   texts.resize(keep);
 }
@@ -132,23 +132,26 @@ std::optional<run_snapshot> log_reader::read_run(const std::string& run_id, int6
 
   max_bytes = std::max<size_t>(max_bytes, 1); // every read takes at least one row
   std::vector<double> delta_ats, event_ats;
-  double cut = std::numeric_limits<double>::infinity();
+  constexpr double none = std::numeric_limits<double>::infinity();
+  double delta_cut = none, event_cut = none;
   if (snap.delta_from < snap.delta_count) {
     deltas_->bind(1, run_no);
     deltas_->bind(2, snap.delta_from);
-    cut = take_rows(*deltas_, snap.delta_count - snap.delta_from, max_bytes, snap.deltas, delta_ats);
+    delta_cut = take_rows(*deltas_, snap.delta_count - snap.delta_from, max_bytes, snap.deltas, delta_ats);
   }
   if (snap.event_from < snap.event_count) {
     events_->bind(1, run_no);
     events_->bind(2, snap.event_from);
-    cut = std::min(cut, take_rows(*events_, snap.event_count - snap.event_from, max_bytes, snap.events,
-                                  event_ats));
+    event_cut = take_rows(*events_, snap.event_count - snap.event_from, max_bytes, snap.events, event_ats);
   }
-  if (cut != std::numeric_limits<double>::infinity()) {
-    // The kind that set the cut keeps every row it took (all logged no
-    // later than the cut), so each read moves on.
-    keep_until(cut, snap.deltas, delta_ats);
-    keep_until(cut, snap.events, event_ats);
+  double cut = std::min(delta_cut, event_cut);
+  if (cut != none) {
+    // The kind that set the cut keeps every row it took (all logged no later
+    // than the cut), so each read moves on. The other kind keeps only rows
+    // logged strictly before: one logged at the same instant may have come
+    // after the cut's row (clocks are coarse), and it comes next time.
+    keep_until(cut, delta_cut == cut, snap.deltas, delta_ats);
+    keep_until(cut, event_cut == cut, snap.events, event_ats);
     snap.cut = true;
     snap.delta_count = snap.delta_from + static_cast<int64_t>(snap.deltas.size());
     snap.event_count = snap.event_from + static_cast<int64_t>(snap.events.size());

@@ -116,7 +116,7 @@ def _user_text(message: Any) -> str:
     return "" if message is None else str(message)
 
 
-def run_turn(session: Session, sink: Any, request_json: str) -> str:
+def run_turn(session: Session, sink: Any, request_json: str) -> list:
     """Runs one chat turn on the calling thread; never raises."""
     req = json.loads(request_json)
     message = req["message"] if "message" in req else req.get("input", "")

@@ -273,10 +273,15 @@ public:
         }
       if (now >= next_timeout_scan) {
         next_timeout_scan = now + std::chrono::milliseconds(10);
-        for (auto& c : clients_)
-          if ((c.at == client::phase::connecting || c.at == client::phase::sending ||
-               c.at == client::phase::reading) && now >= c.deadline)
-            fail(c, "timeout");
+        for (auto& c : clients_) {
+          bool waiting = c.at == client::phase::connecting || c.at == client::phase::sending ||
+                         c.at == client::phase::reading || c.at == client::phase::reconnect;
+          if (!waiting || now < c.deadline)
+            continue;
+          if (c.at == client::phase::reconnect)
+            --pending_; // fail() counts it again, as a client to start afresh
+          fail(c, "timeout");
+        }
       }
     }
   }

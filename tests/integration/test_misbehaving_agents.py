@@ -179,6 +179,34 @@ class MisbehavingAgents(MemoryChecks):
                 growth = streaming_peak[0] - baseline
                 self.assertLess(growth, FLOOD_MB / 2, f"RSS grew {growth:.0f} MB while a {FLOOD_MB} MB run streamed")
 
+    def test_a_slow_late_subscriber_gets_a_big_finished_run_whole(self):
+        # Behind by the whole run and reading slowly (64 KiB at a time): line
+        # after line as it takes them, then the last line (with the result,
+        # twice the text: more than --subscriber-buffer-bytes) once it has
+        # taken the rest. Never cut off as a client that stopped reading.
+        mb = 4 if SANITIZED else 8
+        kb = 48  # 1 MiB reads end after 22 deltas; the last, shorter one follows a full one
+        with Bridge(args=NO_CACHE) as b:
+            flood = b.chat("flood", f"script:flood {mb} {kb}")
+            wait_until_done(b, flood["run_id"])
+            text_bytes, lines, buffer, update = 0, 0, b"", {}
+            with b.connect(timeout=120) as sock:
+                sock.sendall(json.dumps({"action": "subscribe", "run_id": flood["run_id"]}).encode() + b"\n")
+                while not update.get("done"):
+                    chunk = sock.recv(65536)
+                    self.assertTrue(chunk, "the stream ended without its last line")
+                    buffer += chunk
+                    while b"\n" in buffer:
+                        line, buffer = buffer.split(b"\n", 1)
+                        update = json.loads(line)
+                        self.assertTrue(update["ok"], str(update)[:300])
+                        text_bytes += len(update.get("delta", ""))
+                        lines += 1
+                    time.sleep(0.005)  # a slow client
+            self.assertEqual(update["status"], "complete")
+            self.assertEqual(text_bytes, (mb * 1024 // kb) * kb * 1024)
+            self.assertGreater(lines, 2)
+
     def test_threads_that_outlive_the_turn_cannot_write_into_it(self):
         with Bridge(args=NO_CACHE) as b:
             baseline = baseline_mb(b)

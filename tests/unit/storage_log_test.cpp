@@ -155,6 +155,24 @@ TEST_CASE("a bounded read stops at a moment of the run, deltas and events alike"
   CHECK(deltas[3] == std::string(10, 'd'));
 }
 
+TEST_CASE("a bounded read never lets an event of the same instant overtake text", "[storage]") {
+  temp_db db;
+  hb::storage::log_writer w(db.path);
+  hb::storage::log_reader r(db.path);
+  w.open_run("r1", "s1", 1.0);
+  w.append_delta("r1", "aaaa", 2.0);
+  w.append_delta("r1", "bbbb", 2.0);
+  w.append_event("r1", "{\"after\": \"b\"}", 2.0); // logged after "bbbb", same timestamp
+  w.commit();
+  auto first = r.read_run("r1", 0, 0, 4); // room for "aaaa" only
+  REQUIRE(first);
+  CHECK(first->deltas == std::vector<std::string>{"aaaa"});
+  CHECK(first->events.empty());
+  auto second = r.read_run("r1", first->delta_count, first->event_count, 4);
+  CHECK(second->deltas == std::vector<std::string>{"bbbb"});
+  CHECK(second->events == std::vector<std::string>{"{\"after\": \"b\"}"});
+}
+
 TEST_CASE("rolled back appends never reach readers", "[storage]") {
   temp_db db;
   hb::storage::log_writer w(db.path);
