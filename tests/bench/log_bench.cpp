@@ -3,6 +3,7 @@
 // runs, the delay until one streaming run's delta is visible to readers,
 // and start-up work (integrity check, recovery) on a log of a million events.
 #include "actors/log_actors.hpp"
+#include "actors/run_output.hpp"
 #include "actors/vocabulary.hpp"
 #include "storage/log_reader.hpp"
 #include "storage/log_writer.hpp"
@@ -22,7 +23,6 @@
 
 using namespace std::chrono;
 namespace fs = std::filesystem;
-using hb::actors::delta_atom;
 using hb::actors::flush_atom;
 using hb::actors::open_run_atom;
 
@@ -60,16 +60,20 @@ double actor_rate(caf::actor_system& sys, const std::string& dir, int runs, int 
   auto log = std::make_shared<hb::storage::log_writer>(fresh(dir, "actor.db"));
   auto writer = hb::actors::spawn_log_writer(sys, log, {}, nullptr);
   caf::scoped_actor self{sys};
+  static int round = 0; // run ids unique across calls: each run has its queue
+  std::string prefix = "round" + std::to_string(++round) + "-run";
   for (int r = 0; r < runs; ++r)
-    self->request(writer, caf::infinite, open_run_atom::value, "run" + std::to_string(r), std::string("s"), 0.0)
+    self->request(writer, caf::infinite, open_run_atom::value, prefix + std::to_string(r), std::string("s"), 0.0)
       .receive([](bool) {}, [](caf::error&) {});
   auto t = steady_clock::now();
   std::vector<std::thread> producers;
   for (int r = 0; r < runs; ++r)
     producers.emplace_back([&, r] {
-      std::string run_id = "run" + std::to_string(r);
+      // As a run's sink sends (actors/run_output.hpp), without its waiting.
+      std::string run_id = prefix + std::to_string(r);
+      auto queue = hb::actors::open_run_output(run_id);
       for (int i = 0; i < deltas_per_run; ++i)
-        caf::anon_send(writer, delta_atom::value, run_id, text, 1.0);
+        hb::actors::send_run_output(writer, run_id, queue.get(), false, text, 1.0);
     });
   for (auto& p : producers)
     p.join();
@@ -89,9 +93,10 @@ std::vector<double> visibility_delays_us(caf::actor_system& sys, const std::stri
     .receive([](bool) {}, [](caf::error&) {});
   hb::storage::log_reader reader(path);
   std::vector<double> delays;
+  auto queue = hb::actors::open_run_output("r");
   for (int i = 0; i < deltas; ++i) {
     auto sent = steady_clock::now();
-    caf::anon_send(writer, delta_atom::value, std::string("r"), text, 1.0);
+    hb::actors::send_run_output(writer, "r", queue.get(), false, text, 1.0);
     while (reader.read_run("r", 0, 1 << 30)->deltas.size() < static_cast<size_t>(i + 1)) {
     }
     delays.push_back(duration<double, std::micro>(steady_clock::now() - sent).count());
