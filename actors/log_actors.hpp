@@ -28,6 +28,11 @@ struct retention_settings {
 
 class run_output;
 
+// Output that went through the log actors, in bytes (written or read): the
+// checkpointer hands freed memory back once much has gone through and the
+// log has been quiet for a while.
+void note_output_moved(size_t bytes);
+
 // A delta or event of a live run for the writer, through the run's queue
 // (see run_output.hpp; `queue` may be null: it is looked up by run id). A
 // run without a queue (closed, or never a live one) gets a message of its

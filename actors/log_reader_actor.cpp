@@ -1,0 +1,154 @@
+// The log readers: answers to get_output / get_result from committed data
+// only, each reader on its own read-only connection; finished runs read
+// twice are kept in memory (storage/finished_runs.hpp).
+#include "actors/daemon_log.hpp"
+#include "actors/log_actors.hpp"
+#include "actors/responses.hpp"
+#include "actors/vocabulary.hpp"
+#include "protocol/wire_error.hpp"
+#include "storage/finished_runs.hpp"
+#include "storage/log_reader.hpp"
+
+#include <caf/all.hpp>
+
+#include <cstdint>
+
+namespace hb::actors {
+
+namespace {
+
+struct reader_state {
+  std::unique_ptr<storage::log_reader> log;
+  std::shared_ptr<storage::finished_run_cache> finished;
+  static inline const char* name = "log_reader";
+};
+
+using reader_actor = caf::stateful_actor<reader_state>;
+
+// A read answered as a response line, plus what a waiting client needs to
+// know: whether it carries anything new, where the cursors now stand, and
+// whether the run is over. Errors count as news and as the end.
+struct read_outcome {
+  std::string line;
+  bool news = true;
+  int64_t cursor = 0;
+  int64_t event_cursor = 0;
+  bool done = true;
+  bool more = false; // a bounded read stopped early: more is in the log already
+};
+
+template <class Encode>
+read_outcome answer_from_log(reader_actor* self, const std::string& run_id, int64_t cursor,
+                             int64_t delta_from, int64_t event_from, size_t max_bytes, Encode encode) {
+  read_outcome out;
+  try {
+    if (!self->state.log)
+      throw std::runtime_error("event log is not open for reading");
+    auto snap = self->state.log->read_run(run_id, delta_from, event_from, max_bytes);
+    if (!snap) {
+      out.line = protocol::error_line(protocol::key_error("unknown run: " + run_id));
+    } else if (snap->pruned_at) {
+      out.line = protocol::error_line("RunPruned", "run " + run_id +
+                                                     " was pruned from the event log by its retention limits "
+                                                     "(--retain-days / --retain-mb); its output is gone");
+    } else {
+      out.line = encode(*snap);
+      out.cursor = snap->delta_count;
+      out.event_cursor = snap->event_count;
+      out.done = snap->status != "running";
+      out.more = snap->cut;
+      out.news = out.done || snap->event_count > snap->event_from || snap->delta_count > cursor;
+    }
+  } catch (const std::exception& e) {
+    out.line = protocol::error_line("RuntimeError", std::string("event log read failed: ") + e.what());
+  }
+  return out;
+}
+
+size_t text_bytes(const std::vector<std::string>& texts) {
+  size_t n = 0;
+  for (const auto& t : texts)
+    n += t.size();
+  return n;
+}
+
+// Keeps a finished run read a second time; a read that skipped its earlier
+// deltas or events is completed once (later reads of it are all from memory).
+// A run the cache would not keep is never assembled: for a 100 MB run that
+// was several copies of its output at once, only to be thrown away.
+void keep_finished(reader_actor* self, const storage::run_snapshot& run) {
+  auto& cache = self->state.finished;
+  if (!cache || run.status == "running" || run.pruned_at || !cache->read_again(run.run_id))
+    return;
+  // The text counts twice (joined and quoted); the result usually holds it too.
+  auto size = [](const storage::run_snapshot& r) {
+    return 2 * text_bytes(r.deltas) + text_bytes(r.events) + (r.result ? r.result->size() : 0);
+  };
+  if (!cache->would_keep(size(run)))
+    return;
+  if (run.delta_from == 0 && run.event_from == 0)
+    return cache->put(storage::finished_run::from(run));
+  auto whole = self->state.log->read_run(run.run_id, 0, 0);
+  if (whole && !whole->pruned_at && whole->status != "running" && cache->would_keep(size(*whole)))
+    cache->put(storage::finished_run::from(*whole));
+}
+
+caf::behavior log_reader_actor(reader_actor* self, std::string path,
+                               std::shared_ptr<storage::finished_run_cache> finished) {
+  self->state.finished = std::move(finished);
+  try {
+    self->state.log = std::make_unique<storage::log_reader>(path);
+  } catch (const std::exception& e) {
+    log_event(log_level::error, "log.reader_open_failed", e.what());
+  }
+  return {
+    // max_bytes 0: everything from the cursors on (get_output); else a
+    // bounded read for a follower (see log_reader::read_run).
+    [=](output_atom, const std::string& run_id, int64_t cursor, int64_t event_cursor,
+        bool include_output, int64_t max_bytes) {
+      auto& st = self->state;
+      read_outcome out;
+      if (auto run = st.finished ? st.finished->find(run_id) : nullptr) {
+        out.line = get_output_line(*run, cursor, event_cursor, include_output);
+        out.cursor = run->delta_count();
+        out.event_cursor = run->event_count();
+      } else {
+        size_t limit = max_bytes > 0 ? static_cast<size_t>(max_bytes) : SIZE_MAX;
+        out = answer_from_log(self, run_id, cursor, include_output ? 0 : cursor, event_cursor, limit,
+                              [&](const storage::run_snapshot& run) {
+                                keep_finished(self, run);
+                                return get_output_line(run, cursor, include_output);
+                              });
+      }
+      note_output_moved(out.line.size());
+      // A message built here takes the line by move; a returned tuple was
+      // copied into one (a done run's line holds its result: 200 MB for a
+      // 100 MB run).
+      return caf::make_message(std::move(out.line), out.news, out.cursor, out.event_cursor, out.done,
+                               out.more);
+    },
+    [=](result_atom, const std::string& run_id) {
+      std::string line = answer_from_log(self, run_id, 0, 0, 0, SIZE_MAX, get_result_line).line;
+      note_output_moved(line.size());
+      return caf::make_message(std::move(line)); // (see above)
+    },
+    [=](history_atom, const std::string& session_id) -> caf::result<std::string> {
+      try {
+        if (!self->state.log)
+          throw std::runtime_error("event log is not open for reading");
+        return self->state.log->read_history(session_id);
+      } catch (const std::exception& e) {
+        return caf::make_error(caf::sec::runtime_error, e.what());
+      }
+    },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_log_reader(caf::actor_system& sys, const std::string& db_path,
+                            std::shared_ptr<storage::finished_run_cache> finished) {
+  return sys.spawn<caf::detached>(log_reader_actor, db_path, std::move(finished));
+}
+
+} // namespace hb::actors
