@@ -69,14 +69,12 @@ void wait_if_backlogged(turn_sink& s) {
 // other threads (and other sessions) keep running.
 PYBIND11_EMBEDDED_MODULE(hermes_bridge_native, m) {
   py::class_<turn_sink, std::shared_ptr<turn_sink>>(m, "Sink")
-    // delta and event only enqueue a message: cheaper than handing the GIL
-    // back and forth on every delta (that cost a third of the daemon's CPU).
-    .def("delta", [](turn_sink& s, const py::str& text) {
-      s.delta(utf8_of(text));
-      wait_if_backlogged(s);
-    })
-    // The turn's stream_callback itself: str(text) of anything but None,
-    // with no Python frame in between (it runs for every delta).
+    // text and event only queue their output for the writer, with the GIL
+    // held: handing it back and forth on every delta cost a third of the
+    // daemon's CPU.
+    //
+    // text is the turn's stream_callback itself: str(text) of anything but
+    // None, with no Python frame in between (it runs for every delta).
     .def("text", [](turn_sink& s, const py::handle& text) {
       if (text.is_none())
         return;
