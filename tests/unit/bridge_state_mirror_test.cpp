@@ -6,6 +6,8 @@
 
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <catch2/catch.hpp>
+
+#include "temp_dir.hpp"
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
@@ -19,9 +21,6 @@ namespace {
 
 struct fake_state_db {
   fake_state_db() {
-    char name[] = "/tmp/hb-state-XXXXXX";
-    dir = ::mkdtemp(name);
-    path = dir + "/state.db";
     SQLite::Database db(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
     db.exec("PRAGMA journal_mode=WAL");
     db.exec("CREATE TABLE sessions(id TEXT PRIMARY KEY, source TEXT, parent_session_id TEXT, "
@@ -30,7 +29,6 @@ struct fake_state_db {
             "content TEXT, tool_call_id TEXT, tool_calls TEXT, tool_name TEXT, timestamp REAL, "
             "finish_reason TEXT, active INTEGER DEFAULT 1)");
   }
-  ~fake_state_db() { fs::remove_all(dir); }
 
   void session(const std::string& id, double started, const std::string& cwd, const std::string& parent = "") {
     SQLite::Database db(path, SQLite::OPEN_READWRITE);
@@ -62,7 +60,8 @@ struct fake_state_db {
     return db.getLastInsertRowid();
   }
 
-  std::string dir, path;
+  hb::test::temp_dir tmp;
+  std::string dir = tmp.path, path = tmp.file("state.db");
 };
 
 struct recording_sink : turn_sink {

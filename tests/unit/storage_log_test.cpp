@@ -4,23 +4,13 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <catch2/catch.hpp>
 
+#include "temp_dir.hpp"
+
 #include <unistd.h>
 
 #include <string>
 
-namespace {
-
-struct temp_db {
-  temp_db() {
-    char name[] = "/tmp/hb-log-XXXXXX";
-    dir = ::mkdtemp(name);
-    path = dir + "/events.db";
-  }
-  ~temp_db() { std::system(("rm -rf '" + dir + "'").c_str()); }
-  std::string dir, path;
-};
-
-} // namespace
+using temp_db = hb::test::temp_log;
 
 TEST_CASE("appends become visible to readers only when committed", "[storage]") {
   temp_db db;

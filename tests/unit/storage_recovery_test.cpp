@@ -10,6 +10,8 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <catch2/catch.hpp>
 
+#include "temp_dir.hpp"
+
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,15 +24,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct temp_dir {
-  temp_dir() {
-    char name[] = "/tmp/hb-recovery-XXXXXX";
-    path = ::mkdtemp(name);
-  }
-  ~temp_dir() { fs::remove_all(path); }
-  std::string file(const std::string& name) const { return path + "/" + name; }
-  std::string path;
-};
+using hb::test::temp_dir;
 
 void fill_run(hb::storage::log_writer& w, const std::string& run_id, int from, int count) {
   for (int i = from; i < from + count; ++i)

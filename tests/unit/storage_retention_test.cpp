@@ -5,21 +5,15 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <catch2/catch.hpp>
 
+#include "temp_dir.hpp"
+
 #include <unistd.h>
 
 #include <filesystem>
 
 namespace {
 
-struct temp_log {
-  temp_log() {
-    char name[] = "/tmp/hb-retention-XXXXXX";
-    dir = ::mkdtemp(name);
-    path = dir + "/events.db";
-  }
-  ~temp_log() { std::filesystem::remove_all(dir); }
-  std::string dir, path;
-};
+using hb::test::temp_log;
 
 void finished_run(hb::storage::log_writer& w, const std::string& run_id, const std::string& session,
                   double ended_at, int deltas = 20) {
