@@ -63,6 +63,13 @@ public:
     return reply;
   }
 
+  std::string ask_clarify(std::string request, double timeout_s) override {
+    std::string reply; // nobody answered
+    ask(clarify_atom::value, std::move(request), timeout_s,
+        [&](std::string& answer) { reply = std::move(answer); });
+    return reply;
+  }
+
   void gateway_notify(std::string request, double timeout_s) override {
     caf::anon_send(broker_, gateway_atom::value, run_id_, session_id_, std::move(request),
                    static_cast<int64_t>(millis(timeout_s).count()));

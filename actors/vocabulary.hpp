@@ -49,6 +49,7 @@ using sync_due_atom = caf::atom_constant<caf::atom("sync_due")>;
 using approval_atom = caf::atom_constant<caf::atom("approval")>;
 using gateway_atom = caf::atom_constant<caf::atom("gateway")>;
 using compress_atom = caf::atom_constant<caf::atom("compress")>;
+using clarify_atom = caf::atom_constant<caf::atom("clarify")>;
 using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
 using withdraw_atom = caf::atom_constant<caf::atom("withdraw")>;
 using run_end_atom = caf::atom_constant<caf::atom("run_end")>;

@@ -4,6 +4,8 @@
 // actors or threads, never from the CAF scheduler.
 #pragma once
 
+#include "protocol/wire_error.hpp"
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -28,6 +30,9 @@ public:
   // An empty answer means the question was withdrawn (see below).
   virtual std::string ask_approval(std::string request_json, double timeout_s) = 0;
   virtual std::string ask_compression(std::string request_json, double timeout_s) = 0;
+  // The agent's clarify tool asks the user a question (Hermes Studio's
+  // clarify.requested); the answer text, or empty when nobody answered.
+  virtual std::string ask_clarify(std::string request_json, double timeout_s) = 0;
   // The gateway path: hermes-agent waits by itself, we only announce it.
   virtual void gateway_notify(std::string request_json, double timeout_s) = 0;
   // Questions of this run were answered elsewhere (a person at the TUI):
@@ -69,6 +74,23 @@ public:
   // session is destroyed or replaced, not when it is idle-collected or the
   // daemon stops: those leave a native TUI running to re-attach to.
   virtual void close() {}
+  // A named operation on this session's agent (bridge/python/bridge_ops.py:
+  // titles, slash commands, model switches, goals, context estimates), with
+  // a JSON object as arguments and as answer. Blocks; throws
+  // protocol::wire_error with the agent's error.
+  virtual std::string call(const std::string& op, const std::string& /*args_json*/) {
+    throw protocol::runtime_error(op + " is not available for this session's harness");
+  }
+};
+
+// Operations that need a profile's agent environment but no session (MCP
+// servers, skills): where they run depends on how agents are hosted.
+class profile_host {
+public:
+  virtual ~profile_host() = default;
+  // Same contract as agent_host::call.
+  virtual std::string call(const std::string& profile, const std::string& op,
+                           const std::string& args_json) = 0;
 };
 
 } // namespace hb::bridge

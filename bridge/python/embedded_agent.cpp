@@ -93,6 +93,10 @@ PYBIND11_EMBEDDED_MODULE(hermes_bridge_native, m) {
       py::gil_scoped_release nogil;
       return s.ask_compression(req, timeout_s);
     })
+    .def("ask_clarify", [](turn_sink& s, const std::string& req, double timeout_s) {
+      py::gil_scoped_release nogil;
+      return s.ask_clarify(req, timeout_s);
+    })
     .def("gateway_notify", [](turn_sink& s, const std::string& req, double timeout_s) {
       py::gil_scoped_release nogil;
       s.gateway_notify(req, timeout_s);

@@ -71,6 +71,7 @@ struct recording_sink : turn_sink {
   void event(std::string text) override { events.push_back(json::parse(text)); }
   std::string ask_approval(std::string, double) override { return "deny"; }
   std::string ask_compression(std::string, double) override { return "{}"; }
+  std::string ask_clarify(std::string, double) override { return {}; }
   void gateway_notify(std::string, double) override {}
   void withdraw_questions(std::string) override {}
 };
