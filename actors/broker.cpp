@@ -4,6 +4,7 @@
 #include "actors/daemon_log.hpp"
 #include "actors/responses.hpp"
 #include "actors/session.hpp"
+#include "actors/studio_messages.hpp"
 #include "protocol/request.hpp"
 
 #include <unistd.h>
@@ -37,7 +38,9 @@ session_links links_for_sessions(broker_actor* self) {
                        settings.default_harness, settings.native};
 }
 
-caf::actor session_for(broker_actor* self, const std::string& id) {
+} // namespace
+
+caf::actor session_actor_for(broker_actor* self, const std::string& id) {
   auto& st = self->state;
   auto it = st.sessions.find(id);
   if (it != st.sessions.end())
@@ -47,15 +50,19 @@ caf::actor session_for(broker_actor* self, const std::string& id) {
   return session;
 }
 
+void forget_session_actor(broker_actor* self, const std::string& id, const caf::actor& which) {
+  auto it = self->state.sessions.find(id);
+  if (it != self->state.sessions.end() && it->second == which) {
+    self->state.sessions.erase(it);
+    self->state.activity.erase(id);
+  }
+}
+
+namespace {
+
 const caf::actor* known_session(broker_actor* self, const std::string& id) {
   auto it = self->state.sessions.find(id);
   return it == self->state.sessions.end() ? nullptr : &it->second;
-}
-
-void forget_session(broker_actor* self, const std::string& id, const caf::actor& which) {
-  auto it = self->state.sessions.find(id);
-  if (it != self->state.sessions.end() && it->second == which)
-    self->state.sessions.erase(it);
 }
 
 void chat(broker_actor* self, const reply_to& to, const json& req) {
@@ -70,12 +77,12 @@ void chat(broker_actor* self, const reply_to& to, const json& req) {
   std::string id = protocol::py_strip(protocol::field_str(req, "session_id"));
   if (id.empty())
     id = new_id();
-  caf::actor session = session_for(self, id);
+  caf::actor session = session_actor_for(self, id);
   self->request(session, caf::infinite, chat_atom::value, protocol::dumps(req))
     .then(
       [=](std::string& line, bool created) {
         if (!created)
-          forget_session(self, id, session); // its agent could not be built
+          forget_session_actor(self, id, session); // its agent could not be built
         respond(self, to, std::move(line));
       },
       [=](caf::error& err) { respond_failure(self, to, err); });
@@ -144,6 +151,7 @@ void destroy(broker_actor* self, const reply_to& to, const json& req) {
     return respond(self, to, destroyed_line(id, false));
   caf::actor session = it->second;
   self->state.sessions.erase(it);
+  self->state.activity.erase(id);
   self->request(session, session_reply_limit, destroy_atom::value)
     .then([=](bool existed) { respond(self, to, destroyed_line(id, existed)); },
           [=](caf::error&) { respond(self, to, destroyed_line(id, false)); });
@@ -152,6 +160,7 @@ void destroy(broker_actor* self, const reply_to& to, const json& req) {
 void destroy_all(broker_actor* self, const reply_to& to) {
   auto sessions = std::move(self->state.sessions);
   self->state.sessions.clear();
+  self->state.activity.clear();
   auto left = std::make_shared<size_t>(sessions.size());
   auto count = std::make_shared<int64_t>(0);
   auto finish = [=] {
@@ -218,12 +227,13 @@ void route(broker_actor* self, const reply_to& to, const json& req) {
     throw protocol::value_error("action is required");
   auto& st = self->state;
   if (action == "ping") {
-    respond(self, to, object_writer{}
-                        .boolean("ok", true)
-                        .boolean("pong", true)
-                        .number("time", now_seconds())
-                        .str("agent_root", st.settings->agent_root)
-                        .finish());
+    object_writer w;
+    w.boolean("ok", true).boolean("pong", true).number("time", now_seconds()).str("agent_root",
+                                                                                  st.settings->agent_root);
+    add_ping_fields(self, w);
+    respond(self, to, w.finish());
+  } else if (route_studio(self, to, action, req)) {
+    // answered there
   } else if (action == "chat") {
     chat(self, to, req);
   } else if (action == "get_result") {
@@ -267,7 +277,7 @@ void route(broker_actor* self, const reply_to& to, const json& req) {
     list_sessions(self, to);
   } else if (action == "health") {
     health(self, to);
-  } else if (action == "status" || action == "status_if_loaded") {
+  } else if (action == "status") {
     session_status(self, to, req);
   } else if (action == "shutdown") {
     respond(self, to, object_writer{}.boolean("ok", true).str("status", "shutting_down").finish());
@@ -395,6 +405,15 @@ caf::behavior broker_behavior(broker_actor* self, int listen_fd,
         const std::string& request, int64_t timeout_ms) {
       return open_question(self, question::kind::compression, run_id,
                            session_id, request, timeout_ms);
+    },
+    [=](clarify_atom, const std::string& run_id, const std::string& session_id,
+        const std::string& request, int64_t timeout_ms) {
+      return open_question(self, question::kind::clarify, run_id, session_id, request, timeout_ms);
+    },
+    [=](session_activity& a) {
+      auto& st = self->state;
+      if (st.sessions.count(a.session_id))
+        st.activity[a.session_id] = {std::move(a.profile), a.running};
     },
     [=](gateway_atom, const std::string& run_id, const std::string& session_id,
         const std::string& request, int64_t timeout_ms) {

@@ -1,5 +1,6 @@
 // Questions between an agent and the client: approvals (the terminal
-// callback path and the gateway path) and compression requests. Each is
+// callback path and the gateway path), compression requests and the clarify
+// tool's questions. Each is
 // logged when asked, answered exactly once (by the client, its deadline, an
 // interrupt or the end of its run) and the answer is logged too.
 #include "actors/broker_state.hpp"
@@ -35,6 +36,16 @@ json resolved_event(const std::string& approval_id, const std::string& choice,
   event["event"] = "approval.resolved";
   event["approval_id"] = approval_id;
   event["choice"] = choice;
+  if (!reason.empty())
+    event["reason"] = reason;
+  return event;
+}
+
+json clarify_resolved(const std::string& id, const std::string* response, const std::string& reason) {
+  json event;
+  event["event"] = "clarify.resolved";
+  event["clarify_id"] = id;
+  event["response"] = response ? json(*response) : json();
   if (!reason.empty())
     event["reason"] = reason;
   return event;
@@ -78,6 +89,11 @@ void settle_unanswered(broker_actor* self, question& q, const std::string& reaso
       q.answer.deliver(compression_failure(
         q.id, timed_out ? "bridge compression timed out" : "bridge compression cancelled: " + reason));
       break;
+    case question::kind::clarify:
+      // The adapter tells the agent nobody answered.
+      emit(self, q.run_id, clarify_resolved(q.id, nullptr, reason));
+      q.answer.deliver(std::string());
+      break;
   }
 }
 
@@ -99,10 +115,10 @@ caf::response_promise open_question(broker_actor* self, question::kind what,
                                     const std::string& request_json, int64_t timeout_ms) {
   auto rp = self->make_response_promise();
   std::string id = new_id();
-  bool compression = what == question::kind::compression;
-  emit(self, run_id,
-       question_event(compression ? "bridge.compression.requested" : "approval.requested",
-                      compression ? "request_id" : "approval_id", id, request_json));
+  auto [name, id_key] = what == question::kind::compression ? std::pair{"bridge.compression.requested", "request_id"}
+                        : what == question::kind::clarify   ? std::pair{"clarify.requested", "clarify_id"}
+                                                            : std::pair{"approval.requested", "approval_id"};
+  emit(self, run_id, question_event(name, id_key, id, request_json));
   self->state.questions.add(question{what, id, run_id, session_id, rp});
   self->delayed_send(self, std::chrono::milliseconds(timeout_ms), deadline_atom::value, id);
   return rp;
@@ -132,14 +148,36 @@ void approval_respond(broker_actor* self, const reply_to& to, const json& req) {
   // already; only its own verdict says whether this answer counted. The
   // verdict is logged while the GIL still holds the woken agent back.
   std::string session_id = q.session_id, run_id = q.run_id;
+  std::string request_id = q.agent_request_id, token = q.bridge_token;
   caf::actor writer = self->state.links.writer;
   blocking_call(self, [=] {
-    return bridge::resolve_gateway_approval(session_id, choice, [&](int released) {
+    return bridge::resolve_gateway_approval(session_id, choice, request_id, token, [&](int released) {
       auto event = released > 0 ? resolved_event(id, choice) : resolved_event(id, "deny", "timeout");
       send_run_output(writer, run_id, nullptr, true, protocol::dumps(event), now_seconds());
     }) > 0;
   }).then([=](bool resolved) { respond(self, to, approval_line(id, resolved, choice)); },
           [=](caf::error& err) { respond_failure(self, to, err); });
+}
+
+void clarify_respond(broker_actor* self, const reply_to& to, const json& req) {
+  std::string id = protocol::py_strip(protocol::field_str(req, "clarify_id"));
+  if (id.empty())
+    throw protocol::value_error("clarify_id is required");
+  std::string response = protocol::py_strip(protocol::field_str(req, "response"));
+  auto answer = [&](bool resolved) {
+    return object_writer{}.boolean("ok", true).str("clarify_id", id).boolean("resolved", resolved).finish();
+  };
+  const question* open = self->state.questions.find(id);
+  if (!open || open->what != question::kind::clarify) {
+    if (self->state.questions.was_closed(id))
+      return respond(self, to, answer(false)); // answered, timed out or its run ended
+    throw protocol::key_error("unknown clarify request: " + id);
+  }
+  question q;
+  self->state.questions.take(id, q);
+  emit(self, q.run_id, clarify_resolved(id, &response, ""));
+  q.answer.deliver(response);
+  respond(self, to, answer(true));
 }
 
 void compression_respond(broker_actor* self, const reply_to& to, const json& req) {
@@ -168,8 +206,18 @@ void open_gateway_question(broker_actor* self, const std::string& run_id,
                            const std::string& session_id, const std::string& request_json,
                            int64_t timeout_ms) {
   std::string id = new_id();
-  emit(self, run_id, question_event("approval.requested", "approval_id", id, request_json));
-  self->state.questions.add(question{question::kind::gateway_approval, id, run_id, session_id, {}});
+  json event = question_event("approval.requested", "approval_id", id, request_json);
+  // How to answer exactly this request is the daemon's business, not the client's.
+  auto take = [&](const char* key) {
+    std::string value = event.contains(key) && event[key].is_string() ? event[key].get<std::string>() : "";
+    event.erase(key);
+    return value;
+  };
+  question q{question::kind::gateway_approval, id, run_id, session_id, {}};
+  q.agent_request_id = take("agent_request_id");
+  q.bridge_token = take("bridge_token");
+  emit(self, run_id, event);
+  self->state.questions.add(std::move(q));
   // hermes-agent gives up at timeout_ms by itself; the log says so then.
   self->delayed_send(self, std::chrono::milliseconds(timeout_ms), deadline_atom::value, id);
 }

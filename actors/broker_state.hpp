@@ -90,6 +90,8 @@ struct broker_state {
   uint64_t next_watcher = 0;
   caf::io::accept_handle acceptor;
   bool stopping = false;
+  // Each session's profile and whether a turn runs (session_activity).
+  std::map<std::string, std::pair<std::string, bool>> activity;
   static inline const char* name = "broker";
 };
 
@@ -131,6 +133,15 @@ void withdraw_questions(broker_actor* self, const std::string& run_id, const std
 void settle_unanswered(broker_actor* self, question& q, const std::string& reason, bool timed_out);
 void approval_respond(broker_actor* self, const reply_to& to, const protocol::json& req);
 void compression_respond(broker_actor* self, const reply_to& to, const protocol::json& req);
+void clarify_respond(broker_actor* self, const reply_to& to, const protocol::json& req);
+
+// -- broker_studio.cpp -----------------------------------------------------------
+// What Hermes Studio's current bridge answers besides the seed's actions;
+// false when `action` is none of them.
+bool route_studio(broker_actor* self, const reply_to& to, const std::string& action,
+                  const protocol::json& req);
+// ping's picture of the sessions (kept from their session_activity).
+void add_ping_fields(broker_actor* self, protocol::object_writer& w);
 
 // -- broker_push.cpp -------------------------------------------------------------
 constexpr int64_t max_wait_ms = 30'000;
@@ -146,5 +157,9 @@ void on_drained(broker_actor* self, handle h);
 uint64_t unsent_bytes(broker_actor* self, handle h);
 
 const caf::actor& next_reader(broker_actor* self);
+// The session actor for `id`, spawned (as a new session) if there is none.
+caf::actor session_actor_for(broker_actor* self, const std::string& id);
+// Drops `which` from the session table if it is still the one for `id`.
+void forget_session_actor(broker_actor* self, const std::string& id, const caf::actor& which);
 
 } // namespace hb::actors

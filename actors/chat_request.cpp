@@ -4,6 +4,8 @@
 #include "protocol/request.hpp"
 #include "protocol/wire_error.hpp"
 
+#include <sys/stat.h>
+
 #include <climits>
 #include <cstdint>
 #include <cstdlib>
@@ -32,10 +34,13 @@ chat_request read_chat(const std::string& request_line, const std::string& harne
     harness = harness_if_unset;
   if (harness != "embedded" && harness != "native")
     throw protocol::value_error("harness must be 'embedded' or 'native', not '" + harness + "'");
-  workspace = protocol::field_str(req, "workspace");
+  // Where the agent's tools run (embedded) or the TUI starts (native); a
+  // path that is not a directory is refused before anything is touched.
+  workspace = protocol::py_strip(protocol::field_str(req, "workspace"));
   if (!workspace.empty()) {
-    if (harness != "native")
-      throw protocol::value_error("workspace applies to native sessions only (add \"harness\": \"native\")");
+    struct stat info {};
+    if (::stat(workspace.c_str(), &info) != 0 || !S_ISDIR(info.st_mode))
+      throw protocol::value_error("workspace is not a directory: " + workspace);
     workspace = real_path(workspace);
   }
   chat_plan& plan = out.plan;

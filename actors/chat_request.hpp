@@ -12,7 +12,7 @@ namespace hb::actors {
 struct agent_recipe {
   std::string profile, model, provider;
   std::string harness;   // "embedded" or "native"
-  std::string workspace; // native sessions only; resolved to a real path
+  std::string workspace; // the tools' (native: the TUI's) directory; resolved to a real path
 };
 
 struct chat_plan {

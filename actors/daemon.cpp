@@ -3,6 +3,8 @@
 #include "actors/broker.hpp"
 #include "actors/daemon_log.hpp"
 #include "actors/log_actors.hpp"
+#include "actors/studio_messages.hpp"
+#include "bridge/python/embedded_agent.hpp"
 #include "storage/finished_runs.hpp"
 
 #include <caf/all.hpp>
@@ -71,6 +73,7 @@ int serve(const daemon_settings& settings, int listen_fd, std::shared_ptr<storag
 
   caf::actor_system_config cfg;
   cfg.load<caf::io::middleman>();
+  add_studio_message_types(cfg);
   caf::actor_system sys{cfg};
   auto shared = std::make_shared<const daemon_settings>(settings);
   retention_settings retention;
@@ -86,6 +89,7 @@ int serve(const daemon_settings& settings, int listen_fd, std::shared_ptr<storag
     links.readers.push_back(spawn_log_reader(sys, settings.db_path, finished));
   links.finished = finished;
   links.request_stop = request_stop;
+  links.profiles = std::make_shared<bridge::embedded_profiles>();
   auto broker = spawn_broker(sys, listen_fd, shared, links, dormant);
   announce_ready();
 

@@ -2,8 +2,10 @@
 
 #include "actors/blocking_call.hpp"
 #include "actors/chat_request.hpp"
+#include "actors/daemon_log.hpp"
 #include "actors/responses.hpp"
 #include "actors/run.hpp"
+#include "actors/studio_messages.hpp"
 #include "bridge/python/embedded_agent.hpp"
 #include "bridge/tmux/native_session.hpp"
 #include "protocol/json_text.hpp"
@@ -13,7 +15,9 @@
 #include <iostream>
 
 #include <atomic>
+#include <functional>
 #include <map>
+#include <optional>
 #include <tuple>
 
 namespace hb::actors {
@@ -44,7 +48,8 @@ struct session_state {
   std::string config = "{}";
   std::string profile, model, provider;
   std::string harness = "embedded"; // or "native": the hermes TUI in tmux
-  std::string workspace;            // native sessions: where the TUI runs
+  std::string workspace;            // where the agent's tools run (native: the TUI)
+  std::optional<switch_model> pending_switch; // asked for during a turn: applied after it
   std::string history = "[]";
   int64_t message_count = 0;
   // Steers accepted while idle: clear_interrupt() before the next turn would
@@ -79,6 +84,10 @@ std::string session_entry(const session_state& st, bool with_exists) {
   // Native sessions only: embedded ones answer exactly as the seed does.
   if (std::string live = st.agent ? st.agent->live_status() : std::string(); !live.empty())
     w.raw("native", live);
+  if (!with_exists) { // list entries, as Hermes Studio's bridge lists them
+    std::string profile = st.profile.empty() ? "default" : st.profile;
+    w.str("profile", profile).str("worker_key", profile);
+  }
   return w.finish();
 }
 
@@ -86,6 +95,8 @@ void persist(session_actor* self) {
   auto& st = self->state;
   if (!st.created)
     return;
+  self->send(st.links.broker, session_activity{st.id, st.profile.empty() ? "default" : st.profile,
+                                               st.busy && !st.destroyed});
   self->send(st.links.writer, put_sess_atom::value, st.id, st.created_at, st.last_used_at,
              st.config, st.history_loaded, st.history, st.message_count, st.destroyed);
 }
@@ -196,8 +207,20 @@ void start_with_history(session_actor* self, chat_plan plan, caf::response_promi
       });
 }
 
-void build_then_start(session_actor* self, agent_recipe recipe, chat_plan plan,
-                      caf::response_promise rp) {
+// Sets one key of the session's config object (kept as JSON text).
+void set_config_field(session_state& st, const char* key, const std::string& value) {
+  auto doc = json::parse(st.config, nullptr, false);
+  if (!doc.is_object())
+    doc = json::object();
+  doc[key] = value;
+  st.config = protocol::dumps(doc);
+}
+
+// What to do once the agent is built: `resumed` when it came back from the log.
+using after_build = std::function<void(session_actor*, bool resumed, caf::response_promise&)>;
+
+void build_agent(session_actor* self, agent_recipe recipe, caf::response_promise rp,
+                 after_build then) {
   auto built = std::make_shared<agent_ptr>();
   std::string id = self->state.id;
   bool resume = self->state.dormant;
@@ -256,17 +279,29 @@ void build_then_start(session_actor* self, agent_recipe recipe, chat_plan plan,
           st.history_loaded = true;
           st.message_count = 0;
         }
+        if (recipe.harness != "native" && !recipe.workspace.empty()) {
+          st.workspace = recipe.workspace;
+          set_config_field(st, "workspace", st.workspace);
+        }
         persist(self);
-        if (resume)
-          start_with_history(self, std::move(plan), rp);
-        else
-          start_run(self, std::move(plan), rp);
+        then(self, resume, rp);
       },
       [=](caf::error& err) mutable {
         self->state.busy = false;
         rp.deliver(error_line("RuntimeError", "agent construction failed: " + caf::to_string(err)),
                    self->state.created);
       });
+}
+
+// The request as the agent reads it, with the session's workspace in it.
+std::string with_workspace(const std::string& request, const std::string& workspace) {
+  if (workspace.empty())
+    return request;
+  json req = json::parse(request);
+  if (protocol::field_str(req, "workspace") == workspace)
+    return request;
+  req["workspace"] = workspace;
+  return protocol::dumps(req);
 }
 
 void on_chat(session_actor* self, const std::string& request, caf::response_promise rp) {
@@ -309,14 +344,32 @@ void on_chat(session_actor* self, const std::string& request, caf::response_prom
       model = st.model;
       provider = st.provider;
     }
-    workspace = st.workspace;
+    if (harness == "native")
+      workspace = st.workspace;
+  }
+  if (harness != "native") { // the workspace sticks to the session; it needs no new agent
+    if (workspace.empty())
+      workspace = st.workspace;
+    else if (st.created && workspace != st.workspace) {
+      st.workspace = workspace;
+      set_config_field(st, "workspace", workspace);
+    }
+    plan.request = with_workspace(plan.request, workspace);
   }
   st.busy = true;
   if (!st.agent || changed || !st.agent->usable())
-    build_then_start(self, std::move(recipe), std::move(plan), rp);
+    build_agent(self, std::move(recipe), rp,
+                [plan = std::move(plan)](session_actor* self, bool resumed, caf::response_promise& rp) {
+                  if (resumed)
+                    start_with_history(self, plan, rp);
+                  else
+                    start_run(self, plan, rp);
+                });
   else
     start_run(self, std::move(plan), rp);
 }
+
+void apply_switch(session_actor* self, switch_model want, std::optional<caf::response_promise> rp);
 
 void on_closing(session_actor* self, const std::string& run_id, bool has_history, std::string& history,
                 int64_t message_count) {
@@ -338,6 +391,10 @@ void on_closing(session_actor* self, const std::string& run_id, bool has_history
   for (auto& [_, rp] : st.syncing)
     rp.deliver(interrupted_line(st.id, true));
   st.syncing.clear();
+  if (auto want = std::move(st.pending_switch); want && st.agent) {
+    st.pending_switch.reset();
+    apply_switch(self, std::move(*want), std::nullopt);
+  }
 }
 
 // Runs `op` (a Python call on the session's agent, returning a string) on a
@@ -366,6 +423,138 @@ void with_agent(session_actor* self, caf::response_promise rp, Op op, OnDone on_
         on_done(payload, rp);
       },
       [=](caf::error& err) mutable { rp.deliver(error_line("RuntimeError", caf::to_string(err))); });
+}
+
+// -- what Hermes Studio asks besides chat -------------------------------------
+
+void log_switch_failure(const std::string& id, const std::string& why) {
+  log_event(log_level::warn, "session.model_switch_failed", why, {{"session", id}});
+}
+
+std::string switch_line(const std::string& id, const switch_model& want, bool loaded, bool switched,
+                        const char* reason = nullptr, bool deferred = false) {
+  object_writer w;
+  w.boolean("ok", true).str("session_id", id).str("model", want.model).str("provider", want.provider)
+    .boolean("loaded", loaded).boolean("switched", switched);
+  if (deferred)
+    w.boolean("deferred", true);
+  if (reason)
+    w.str("reason", reason);
+  return w.finish();
+}
+
+// The agent switches model in place (its conversation stays); the config
+// follows, and the next turn is told by the adapter.
+void apply_switch(session_actor* self, switch_model want, std::optional<caf::response_promise> rp) {
+  auto& st = self->state;
+  auto agent = st.agent;
+  std::string args = protocol::object_writer{}.str("model", want.model).str("provider", want.provider).finish();
+  blocking_call(self,
+                [agent, args]() -> call_outcome {
+                  try {
+                    return {true, agent->call("switch_model", args), ""};
+                  } catch (const protocol::wire_error& e) {
+                    return {false, e.type, e.what()};
+                  }
+                })
+    .then(
+      [=](bool ok, std::string& payload, std::string& message) mutable {
+        auto& st = self->state;
+        if (!ok) {
+          log_switch_failure(st.id, message);
+          if (rp)
+            rp->deliver(error_line(payload, message));
+          return;
+        }
+        auto got = json::parse(payload, nullptr, false);
+        auto text = [&](const char* key) {
+          return got.is_object() && got[key].is_string() ? got[key].get<std::string>() : std::string();
+        };
+        st.model = text("model");
+        st.provider = text("provider");
+        auto doc = json::parse(st.config, nullptr, false);
+        if (doc.is_object() && got.is_object()) {
+          for (const char* key : {"model", "provider", "base_url", "api_mode"})
+            doc[key] = got[key];
+          st.config = protocol::dumps(doc);
+        }
+        persist(self);
+        if (rp)
+          rp->deliver(switch_line(st.id, switch_model{st.model, st.provider}, true, true));
+      },
+      [=](caf::error& err) mutable {
+        if (rp)
+          rp->deliver(error_line("RuntimeError", caf::to_string(err)));
+      });
+}
+
+void on_switch_model(session_actor* self, switch_model want, caf::response_promise rp) {
+  auto& st = self->state;
+  if (!st.created || st.dormant || !st.agent || st.harness == "native")
+    return rp.deliver(switch_line(st.id, want, false, false, "session_not_loaded"));
+  if (st.busy) {
+    st.pending_switch = want;
+    return rp.deliver(switch_line(st.id, want, true, false, "session_running", true));
+  }
+  apply_switch(self, std::move(want), rp);
+}
+
+// The estimate runs beside a live turn (it only reads the agent); a session
+// without an agent gets one first, as a chat would build it.
+void on_estimate(session_actor* self, estimate_context msg, caf::response_promise rp) {
+  auto& st = self->state;
+  auto estimate = [args = msg.args](session_actor* self, bool, caf::response_promise& rp) {
+    auto& st = self->state;
+    st.busy = !st.run_id.empty();
+    persist(self);
+    auto agent = st.agent;
+    json base;
+    base["ok"] = true;
+    base["session_id"] = st.id;
+    base["profile"] = st.profile.empty() ? "default" : st.profile;
+    base["model"] = st.model;
+    base["provider"] = st.provider.empty() ? json() : json(st.provider);
+    blocking_call(self,
+                  [agent, args]() -> call_outcome {
+                    try {
+                      return {true, agent->call("context_estimate", args), ""};
+                    } catch (const protocol::wire_error& e) {
+                      return {false, e.type, e.what()};
+                    }
+                  })
+      .then(
+        [=](bool ok, std::string& payload, std::string& message) mutable {
+          if (!ok)
+            return rp.deliver(error_line(payload, message), true);
+          json out = base;
+          auto info = json::parse(payload, nullptr, false);
+          if (info.is_object())
+            for (auto it = info.begin(); it != info.end(); ++it)
+              out[it.key()] = it.value();
+          rp.deliver(protocol::dumps(out), true);
+        },
+        [=](caf::error& err) mutable { rp.deliver(error_line("RuntimeError", caf::to_string(err)), true); });
+  };
+  if (st.harness == "native" && st.created)
+    return rp.deliver(error_line(protocol::runtime_error(
+                        "context_estimate is not available for native sessions (the TUI keeps its own)")),
+                      true);
+  if (st.agent && st.agent->usable() && !st.dormant)
+    return estimate(self, false, rp);
+  if (st.busy)
+    return rp.deliver(error_line(protocol::runtime_error("session " + st.id + " is already running")),
+                      st.created);
+  auto recipe = std::move(msg.recipe);
+  if (st.created) { // rebuilt as it was
+    recipe.profile = st.profile;
+    recipe.model = st.model;
+    recipe.provider = st.provider;
+  }
+  recipe.harness = "embedded";
+  if (recipe.workspace.empty())
+    recipe.workspace = st.workspace;
+  st.busy = true;
+  build_agent(self, std::move(recipe), rp, estimate);
 }
 
 void on_interrupt(session_actor* self, const std::string& message, caf::response_promise rp) {
@@ -502,6 +691,20 @@ caf::behavior session_behavior(session_actor* self, std::string id, session_link
       auto rp = self->make_response_promise();
       on_steer(self, text, rp);
       return rp;
+    },
+    [=](estimate_context& msg) {
+      auto rp = self->make_response_promise();
+      on_estimate(self, std::move(msg), rp);
+      return rp;
+    },
+    [=](switch_model& msg) {
+      auto rp = self->make_response_promise();
+      on_switch_model(self, std::move(msg), rp);
+      return rp;
+    },
+    [=](const profile_of&) {
+      auto& st = self->state;
+      return std::make_tuple(st.created, st.profile.empty() ? std::string("default") : st.profile);
     },
     [=](history_atom) {
       auto rp = self->make_response_promise();

@@ -65,6 +65,7 @@ using call_atom = caf::atom_constant<caf::atom("call")>;
 struct daemon_settings {
   std::string endpoint;
   std::string agent_root;   // as ping reports it
+  std::string hermes_home;  // as worker_ping reports it
   std::string db_path;
   std::string socket_path;  // ipc:// endpoints: unlinked on stop
   size_t max_line_bytes = 64u << 20;

@@ -144,6 +144,7 @@ int run_serve(const serve_flags& flags, int ready_fd) {
              {"sessions_dormant", std::to_string(log.sessions.size())}});
 
   hb::actors::daemon_settings settings;
+  settings.hermes_home = home;
   try {
     settings.agent_root = hb::bridge::python_runtime::start(flags.agent_root, home);
   } catch (const hb::protocol::wire_error& e) {

@@ -10,18 +10,21 @@ object implemented in C++ (module `hermes_bridge_native`), as JSON text.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import os
 import sys
+import threading
 import traceback
 from typing import Any
 
 from bridge_json import clean_text, dumps, plain, to_json  # clean_text: C++ uses it for lone surrogates
+from bridge_ops import bound_workspace, context_info, needs_terminal_cwd, profile_call, session_call  # noqa: F401
 from bridge_profiles import (DBS, GATE, PATHS, accepted_kwargs, configure, gateway_timeout_s,
                              load_config, max_iterations_for, model_from, platform_name,
                              reasoning_config_for, section, service_tier_for,
                              suppress_platform_hints, toolsets_for)
-from bridge_session import Session
+from bridge_session import GATEWAY_REQUESTS, Session
 
 
 def create_session(session_id: str, profile: str, model: str, provider: str) -> tuple[Session, str]:
@@ -53,7 +56,8 @@ def create_session(session_id: str, profile: str, model: str, provider: str) -> 
             session_id=session_id, session_db=session_db,
             ephemeral_system_prompt=system_prompt,
             status_callback=session.on_status,
-            thinking_callback=session.text_event("thinking.delta"),
+            thinking_callback=session.on_thinking,
+            clarify_callback=session.on_clarify,
             reasoning_callback=session.text_event("reasoning.delta"),
             tool_progress_callback=session.on_tool_progress,
             tool_start_callback=session.on_tool_start,
@@ -84,7 +88,7 @@ def _state_db_count(session: Session) -> int | None:
 
 
 def _mirror_turn(session: Session, before: int | None, user_text: str,
-                 result: dict[str, Any], history_len: int) -> None:
+                 result: dict[str, Any], history_len: int, source: Any = None) -> None:
     """Writes the turn to hermes' state.db when the agent did not."""
     after = _state_db_count(session)
     if before is None or after is None or after > before:
@@ -94,7 +98,7 @@ def _mirror_turn(session: Session, before: int | None, user_text: str,
     if db is None or not isinstance(messages, list):
         return
     with contextlib.suppress(Exception):
-        db.create_session(session_id=session.session_id, source=platform_name(),
+        db.create_session(session_id=session.session_id, source=str(source or "") or platform_name(),
                           model=getattr(session.agent, "model", None))
         if user_text.strip():
             db.append_message(session_id=session.session_id, role="user", content=user_text)
@@ -116,6 +120,107 @@ def _user_text(message: Any) -> str:
     return "" if message is None else str(message)
 
 
+_UNCHANGED = object()
+
+
+def _override_reasoning(agent: Any, effort: Any) -> Any:
+    """A turn's reasoning_effort, parsed as hermes parses its config; an
+    effort it does not recognise leaves the agent's own. Returns what to
+    put back after the turn."""
+    if not effort:
+        return _UNCHANGED
+    try:
+        from hermes_constants import parse_reasoning_effort
+        parsed = parse_reasoning_effort(str(effort).strip())
+    except Exception:
+        return _UNCHANGED
+    if parsed is None:
+        return _UNCHANGED
+    saved = getattr(agent, "reasoning_config", None)
+    agent.reasoning_config = parsed
+    return saved
+
+
+def _announce_context(session: Session, sink: Any, req: dict[str, Any], instructions: Any) -> None:
+    """bridge.context.ready: what the agent's fixed context costs, first in
+    the run (Studio's UI sizes its context meter with it)."""
+    agent = session.agent
+    event = {"event": "bridge.context.ready", "session_id": session.session_id,
+             "profile": str(req.get("profile") or "") or session.profile,
+             "model": getattr(agent, "model", None), "provider": getattr(agent, "provider", None)}
+    event.update(context_info(agent, [], instructions))
+    sink.event(to_json(event))
+
+
+def _with_note(session: Session, message: Any) -> Any:
+    """A model switch is told to the next turn, in front of the user's message."""
+    note, session.pending_note = session.pending_note, ""
+    if not note:
+        return message
+    if isinstance(message, str):
+        return f"{note}\n\n{message}"
+    if isinstance(message, list):
+        return [{"type": "text", "text": note}, *message]
+    return message
+
+
+def _title_text(message: Any) -> str:
+    if isinstance(message, list):
+        parts = [str(b.get("text") or "") if b.get("type") == "text" else str(b.get("name") or "")
+                 for b in message if isinstance(b, dict)]
+        text = " ".join(p for p in parts if p)
+    else:
+        text = "" if message is None else str(message)
+    return (text + "\n\n[Title language: use the same language as the user's message. "
+            "Do not translate the title to English unless the user's message is English.]")
+
+
+def _title_wait_s() -> float:
+    try:
+        return max(0.0, float(os.environ.get("HERMES_BRIDGE_TITLE_WAIT_MS", "") or 250) / 1000.0)
+    except ValueError:
+        return 0.25
+
+
+def _title_after(session: Session, sink: Any, message: Any, result: dict[str, Any]) -> None:
+    """hermes titles a session on a thread of its own after its first
+    exchanges; a title that comes while the turn's sink is open becomes a
+    session.title.updated event (one that comes later is in state.db, which
+    get_session_title reads)."""
+    final = str(result.get("final_response") or result.get("response") or "").strip()
+    db = DBS.for_profile(session.profile)
+    if db is None or not final or result.get("failed") or result.get("partial"):
+        return
+    try:
+        from agent.title_generator import maybe_auto_title
+    except Exception:
+        return
+    agent = session.agent
+
+    done = threading.Event()
+
+    def titled(title: Any) -> None:
+        cleaned = str(title or "").strip()
+        if cleaned:
+            sink.event(to_json({"event": "session.title.updated", "session_id": session.session_id,
+                                "title": cleaned}))
+        done.set()
+
+    before = {t.ident for t in threading.enumerate()}
+    with contextlib.suppress(Exception):
+        maybe_auto_title(db, session.session_id, _title_text(message), final,
+                         result.get("messages") if isinstance(result.get("messages"), list) else [],
+                         failure_callback=getattr(agent, "_emit_auxiliary_failure", None),
+                         main_runtime={k: getattr(agent, k, None)
+                                       for k in ("model", "provider", "base_url", "api_key", "api_mode")},
+                         title_callback=titled)
+    # A title that is quick (already known to the model's cache, a fast
+    # model) still makes it into the run; a slow one is not waited for.
+    started = any(t.ident not in before and t.name == "auto-title" for t in threading.enumerate())
+    if started:
+        done.wait(_title_wait_s())
+
+
 def run_turn(session: Session, sink: Any, request_json: str) -> list:
     """Runs one chat turn on the calling thread; never raises."""
     req = json.loads(request_json)
@@ -123,11 +228,16 @@ def run_turn(session: Session, sink: Any, request_json: str) -> list:
     storage = req.get("storage_message")
     instructions = req.get("instructions") or req.get("system_message")
     history = req.get("conversation_history")
+    workspace = str(req.get("workspace") or "").strip() or None
     agent = session.agent
-    with GATE.hold(session.profile, exec_ask=True):
+    legacy_cwd = workspace if workspace and needs_terminal_cwd() else None
+    with GATE.hold(session.profile, exec_ask=True, terminal_cwd=legacy_cwd), \
+            bound_workspace(session.session_id, workspace):
         session.gateway_timeout_s = gateway_timeout_s(load_config())
         undo = session.bind(sink)
+        saved_reasoning = _override_reasoning(agent, req.get("reasoning_effort"))
         try:
+            _announce_context(session, sink, req, instructions)
             if req.get("force_compress") and callable(getattr(agent, "_compress_context", None)):
                 compressed, new_system = agent._compress_context(
                     history if isinstance(history, list) else [], instructions,
@@ -147,10 +257,12 @@ def run_turn(session: Session, sink: Any, request_json: str) -> list:
                 kwargs["conversation_history"] = history
             if storage is not None:
                 kwargs["persist_user_message"] = user_text
-            result = agent.run_conversation(message, **accepted_kwargs(agent.run_conversation, kwargs))
+            result = agent.run_conversation(_with_note(session, message),
+                                            **accepted_kwargs(agent.run_conversation, kwargs))
             result = plain(result if isinstance(result, dict) else {"value": result})
             _mirror_turn(session, before, user_text, result,
-                         len(history) if isinstance(history, list) else 0)
+                         len(history) if isinstance(history, list) else 0, req.get("source"))
+            _title_after(session, sink, message, result)
             messages = result.get("messages")
             status = "interrupted" if result.get("interrupted") else "complete"
             # Each part encoded on its own (see turn_outcome in agent_host.hpp).
@@ -163,6 +275,8 @@ def run_turn(session: Session, sink: Any, request_json: str) -> list:
             return ["error", to_json({"error": text, "traceback": traceback.format_exc()}),
                     clean_text(text), None, 0]
         finally:
+            if saved_reasoning is not _UNCHANGED:
+                agent.reasoning_config = saved_reasoning
             session.unbind(undo)
 
 
@@ -186,12 +300,41 @@ def steer(session: Session, text: str) -> bool:
     return bool(session.agent.steer(text))
 
 
-def resolve_gateway(session_id: str, choice: str) -> int:
+def resolve_gateway(session_id: str, choice: str, request_id: str = "", token: str = "") -> int:
+    """Answers exactly the gateway approval the client named: by its
+    request_id (hermes-agent 0.20+), else through the agent's own queue
+    entry, never "the oldest pending one", which may be another request.
+    Returns how many were released (0: it was no longer waiting)."""
     try:
-        from tools.approval import resolve_gateway_approval
-        return int(resolve_gateway_approval(session_id, choice) or 0)
+        from tools import approval
     except Exception:
         return 0
+    data = GATEWAY_REQUESTS.pop(token, None) if token else None
+    if request_id and "request_id" in _parameters(approval.resolve_gateway_approval):
+        with contextlib.suppress(Exception):
+            return int(approval.resolve_gateway_approval(session_id, choice, request_id=request_id) or 0)
+        return 0
+    queues, lock = getattr(approval, "_gateway_queues", None), getattr(approval, "_lock", None)
+    if data is None or not isinstance(queues, dict) or lock is None:
+        return 0  # cannot tell this request apart: let its own deadline deny it
+    with lock:
+        queue = queues.get(session_id) or []
+        entry = next((e for e in queue if getattr(e, "data", None) is data), None)
+        if entry is None:
+            return 0
+        queue.remove(entry)
+        if not queue:
+            queues.pop(session_id, None)
+    entry.result = choice
+    entry.event.set()
+    return 1
+
+
+def _parameters(func: Any) -> Any:
+    try:
+        return inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return {}
 
 
 def release(session: Session) -> None:

@@ -163,13 +163,20 @@ class ProfileGate:
         self._saved_exec_ask: str | None = None
 
     @contextlib.contextmanager
-    def hold(self, profile: str, exec_ask: bool = False):
+    def hold(self, profile: str, exec_ask: bool = False, terminal_cwd: str | None = None):
+        """`terminal_cwd`: a workspace carried in TERMINAL_CWD (agents older
+        than per-session cwds); it is process-wide too, so it is part of
+        what holders share."""
+        key = (profile, terminal_cwd or None)
         with self._cond:
-            while self._holders and self._profile != profile:
+            while self._holders and self._profile != key:
                 self._cond.wait()
             if not self._holders:
                 self._saved = _apply_profile(profile)
-                self._profile = profile
+                if terminal_cwd:
+                    self._saved.setdefault("TERMINAL_CWD", os.environ.get("TERMINAL_CWD"))
+                    os.environ["TERMINAL_CWD"] = terminal_cwd
+                self._profile = key
             self._holders += 1
             if exec_ask:
                 if not self._askers:

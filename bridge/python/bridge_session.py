@@ -9,9 +9,15 @@ import os
 from typing import Any
 
 from bridge_json import to_json
+from bridge_ops import estimated_tokens
 from bridge_profiles import DEFAULT_GATEWAY_TIMEOUT_S
 
 CHOICES = ["once", "session", "always", "deny"]
+
+# Gateway approvals waiting in the agent, by the token the daemon answers
+# with: an agent without request ids (before 0.20) is answered by its own
+# queue entry, never by "the oldest", which may be another request.
+GATEWAY_REQUESTS: dict[str, Any] = {}
 
 
 def _seconds_from_env(name: str, default: float) -> float:
@@ -24,7 +30,12 @@ def _seconds_from_env(name: str, default: float) -> float:
 
 
 def terminal_approval_timeout_s() -> float:
-    return _seconds_from_env("HERMES_BRIDGE_APPROVAL_TIMEOUT", 60.0)
+    # Hermes Studio's current bridge waits 120 s (the seed waited 60 s).
+    return _seconds_from_env("HERMES_BRIDGE_APPROVAL_TIMEOUT", 120.0)
+
+
+def clarify_timeout_s() -> float:
+    return _seconds_from_env("HERMES_BRIDGE_CLARIFY_TIMEOUT", 300.0)
 
 
 def compression_timeout_s() -> float:
@@ -41,6 +52,8 @@ class Session:
         self.agent: Any = None
         self.sink: Any = None  # the running turn's C++ sink, None between turns
         self.gateway_timeout_s = DEFAULT_GATEWAY_TIMEOUT_S
+        self.pending_note = ""  # told to the next turn (a model switch)
+        self.gateway_tokens: list[str] = []
 
     # -- reporting --------------------------------------------------------
     def event(self, payload: dict[str, Any]) -> None:
@@ -60,6 +73,13 @@ class Session:
     def text_event(self, name: str):
         return lambda text=None, *_, **__: self.event({"event": name, "text": str(text)})
 
+    def on_thinking(self, *_: Any, **__: Any) -> None:
+        # hermes-agent's thinking callback carries its terminal spinner's
+        # decoration, not the model's reasoning (that comes through
+        # reasoning_callback); Studio's bridge forwards it empty, so that the
+        # kaomoji never end up in the conversation.
+        self.event({"event": "thinking.delta", "text": ""})
+
     def on_step(self, *args: Any, **kwargs: Any) -> None:
         if len(args) >= 2:
             info: Any = {"api_call_count": args[0], "prev_tools": args[1]}
@@ -71,10 +91,26 @@ class Session:
                          args: Any = None, **_: Any) -> None:
         # tool.started / tool.completed come from the start/complete callbacks,
         # which carry the real tool_call_id; here only reasoning is reported.
-        if event_type == "reasoning.available":
+        kind = str(event_type or "")
+        if kind == "reasoning.available":
             self.event({"event": "reasoning.available", "text": str(preview) if preview else ""})
-        elif event_type == "_thinking" and name:
+        elif kind == "_thinking" and name:
             self.event({"event": "reasoning.delta", "text": str(name)})
+        elif kind.startswith("subagent."):
+            payload = {"event": kind, "tool_name": str(name) if name else "",
+                       "text": str(preview) if preview is not None else "", "args": args if args else {}}
+            payload.update({str(k): v for k, v in _.items()})
+            self.event(payload)
+        elif kind == "moa.reference":
+            payload = {"event": kind, "label": str(name or _.get("label") or "reference"),
+                       "text": str(preview) if preview is not None else ""}
+            if _.get("moa_index") is not None:
+                payload["index"] = _["moa_index"]
+            if _.get("moa_count") is not None:
+                payload["count"] = _["moa_count"]
+            self.event(payload)
+        elif kind == "moa.aggregating":
+            self.event({"event": kind, "aggregator": str(name or _.get("aggregator") or "")})
 
     def on_tool_start(self, call_id: Any, name: Any, args: Any) -> None:
         self.event({"event": "tool.started", "tool_call_id": str(call_id) if call_id else "",
@@ -102,20 +138,46 @@ class Session:
         sink = self.sink
         if sink is None:
             return
+        token = f"{self.session_id}:{id(data)}"
+        GATEWAY_REQUESTS[token] = data  # the agent's own dict (see resolve_gateway)
+        self.gateway_tokens.append(token)
         data = data if isinstance(data, dict) else {}
+        keys = data.get("pattern_keys")
+        if not isinstance(keys, list):
+            keys = [data["pattern_key"]] if data.get("pattern_key") else []
         request = {"command": str(data.get("command") or ""),
                    "description": str(data.get("description") or ""),
+                   "pattern_keys": [str(k) for k in keys],
                    "choices": list(CHOICES), "allow_permanent": True,
                    # What hermes-agent will really wait (approvals.timeout).
-                   "timeout_ms": int(self.gateway_timeout_s * 1000)}
+                   "timeout_ms": int(self.gateway_timeout_s * 1000),
+                   # For the daemon only (not in the event): how to answer exactly this one.
+                   "agent_request_id": str(data.get("request_id") or ""), "bridge_token": token}
         sink.gateway_notify(to_json(request), self.gateway_timeout_s)
+
+    def on_clarify(self, question: Any, choices: Any = None) -> str:
+        """The clarify tool: the user's answer, or a note that none came."""
+        sink = self.sink
+        timeout = clarify_timeout_s()
+        silent = f"[user did not respond within {max(1, round(timeout / 60))}m]"
+        if sink is None:
+            return silent
+        request = {"question": str(question or ""),
+                   "choices": [str(c) for c in choices] if choices else None,
+                   "timeout_ms": int(timeout * 1000)}
+        answer = sink.ask_clarify(to_json(request), timeout)
+        return answer if answer else silent
 
     def on_compress(self, messages: Any, system_message: Any = None, **kw: Any):
         before = len(messages) if isinstance(messages, list) else 0
         sink = self.sink
         if sink is None:
             raise RuntimeError("bridge compression requested outside a run")
-        request = {"message_count": before, "approx_tokens": kw.get("approx_tokens"),
+        approx = kw.get("approx_tokens")
+        if not isinstance(approx, int) or approx <= 0:
+            approx = estimated_tokens(self.agent, messages, system_message)
+        kw["approx_tokens"] = approx
+        request = {"message_count": before, "approx_tokens": approx,
                    "focus_topic": kw.get("focus_topic"), "messages": messages}
         reply = json.loads(sink.ask_compression(to_json(request), compression_timeout_s()))
         request_id = reply.get("request_id", "")
@@ -132,12 +194,15 @@ class Session:
                         "message_count": before, "approx_tokens": kw.get("approx_tokens"),
                         "error": str(exc)})
             raise
-        self.event({"event": "bridge.compression.completed", "request_id": request_id,
-                    "message_count": before, "result_messages": len(compressed),
-                    "approx_tokens": kw.get("approx_tokens"), "compressed": True})
         # A reply without system_message keeps the prompt the agent already has.
         new_system = reply.get("system_message")
-        return compressed, (new_system if new_system is not None else system_message)
+        new_system = new_system if new_system is not None else system_message
+        self.event({"event": "bridge.compression.completed", "request_id": request_id,
+                    "message_count": before, "result_messages": len(compressed),
+                    "approx_tokens": kw.get("approx_tokens"),
+                    "result_approx_tokens": estimated_tokens(self.agent, compressed, new_system),
+                    "compressed": True})
+        return compressed, new_system
 
     # -- binding on the turn thread ----------------------------------------
     def bind(self, sink: Any) -> list:
@@ -164,5 +229,8 @@ class Session:
             with contextlib.suppress(Exception):
                 step()
         self.sink = None
+        for token in self.gateway_tokens:
+            GATEWAY_REQUESTS.pop(token, None)
+        self.gateway_tokens.clear()
 
 

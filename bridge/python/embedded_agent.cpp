@@ -250,12 +250,35 @@ bool agent_session::steer(const std::string& text) {
   }
 }
 
+std::string agent_session::call(const std::string& op, const std::string& args_json) {
+  py::gil_scoped_acquire gil;
+  try {
+    return utf8_of(adapter().attr("session_call")(impl_->session, op, args_json));
+  } catch (const py::error_already_set& e) {
+    throw to_wire_error(e);
+  }
+}
+
+std::string embedded_profiles::call(const std::string& profile, const std::string& op,
+                                    const std::string& args_json) {
+  if (!unavailable_reason().empty())
+    throw protocol::runtime_error("embedded agents are unavailable (this daemon serves native sessions): " +
+                                  unavailable_reason());
+  py::gil_scoped_acquire gil;
+  try {
+    return utf8_of(adapter().attr("profile_call")(profile, op, args_json));
+  } catch (const py::error_already_set& e) {
+    throw to_wire_error(e);
+  }
+}
+
 int resolve_gateway_approval(const std::string& session_id, const std::string& choice,
+                             const std::string& request_id, const std::string& token,
                              const std::function<void(int)>& while_holding_gil) {
   py::gil_scoped_acquire gil;
   int released = 0;
   try {
-    released = adapter().attr("resolve_gateway")(session_id, choice).cast<int>();
+    released = adapter().attr("resolve_gateway")(session_id, choice, request_id, token).cast<int>();
   } catch (const py::error_already_set&) {
     released = 0;
   }

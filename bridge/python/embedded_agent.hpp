@@ -44,6 +44,7 @@ public:
   turn_outcome run_turn(const std::shared_ptr<turn_sink>& sink, const std::string& request_json) override;
   void interrupt(const std::string& message_json) override;
   bool steer(const std::string& text) override;
+  std::string call(const std::string& op, const std::string& args_json) override;
 
   struct impl;
 
@@ -52,11 +53,21 @@ private:
   std::unique_ptr<impl> impl_;
 };
 
-// tools.approval.resolve_gateway_approval(session_id, choice): how many
-// waiting requests it released. `while_holding_gil` runs with that count
-// before the GIL is released, i.e. before the woken agent thread can run:
-// what it records is ordered before anything the agent does next.
+// Profile operations (bridge_ops.profile_call) in this process's interpreter.
+class embedded_profiles final : public profile_host {
+public:
+  std::string call(const std::string& profile, const std::string& op,
+                   const std::string& args_json) override;
+};
+
+// Answers one waiting gateway approval: the one with the agent's
+// `request_id` (hermes-agent 0.20+), else the queue entry the adapter
+// remembers under `token`. Returns how many it released (0: it was no
+// longer waiting). `while_holding_gil` runs with that count before the GIL
+// is released, i.e. before the woken agent thread can run: what it records
+// is ordered before anything the agent does next.
 int resolve_gateway_approval(const std::string& session_id, const std::string& choice,
+                             const std::string& request_id, const std::string& token,
                              const std::function<void(int)>& while_holding_gil);
 
 } // namespace hb::bridge

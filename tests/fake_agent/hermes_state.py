@@ -20,7 +20,7 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
     id TEXT PRIMARY KEY, source TEXT, model TEXT, system_prompt TEXT,
     parent_session_id TEXT, started_at REAL, ended_at REAL, end_reason TEXT,
-    message_count INTEGER DEFAULT 0, tool_call_count INTEGER DEFAULT 0
+    message_count INTEGER DEFAULT 0, tool_call_count INTEGER DEFAULT 0, title TEXT
 );
 CREATE TABLE IF NOT EXISTS messages (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -117,6 +117,16 @@ class SessionDB:
     def get_session(self, session_id):
         rows = self._read("SELECT * FROM sessions WHERE id = ?", (session_id,))
         return rows[0] if rows else None
+
+    def get_session_title(self, session_id):
+        rows = self._read("SELECT title FROM sessions WHERE id = ?", (session_id,))
+        return rows[0]["title"] if rows else None
+
+    def set_session_title(self, session_id, title) -> bool:
+        def op(conn):
+            return conn.execute("UPDATE sessions SET title = ? WHERE id = ?",
+                                (title, session_id)).rowcount > 0
+        return self._write(op)
 
     def end_session(self, session_id, end_reason) -> None:
         # First reason wins, like the real one.

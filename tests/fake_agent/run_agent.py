@@ -85,6 +85,12 @@ class AIAgent:
         self._pending_steer = None
         self._clear_called = False  # for the log: did the bridge clear before this run?
         self._call_seq = 0
+        # Tool schemas as the real agent holds them (context estimates read them).
+        self.tools = [{"type": "function", "function": {"name": n, "description": f"fake {n} tool",
+                                                        "parameters": {"type": "object"}}}
+                      for n in ("terminal", "clarify")]
+        self._cached_system_prompt = "You are a fake Hermes agent." + (
+            "\n" + ephemeral_system_prompt if ephemeral_system_prompt else "")
 
         eventlog.log("init", kwargs=self._passed_kwargs, model=model, provider=provider,
                      session_id=self.session_id, HERMES_HOME=os.environ.get("HERMES_HOME"),
@@ -120,6 +126,14 @@ class AIAgent:
             steer, self._pending_steer = self._pending_steer, None
         return steer
 
+    def switch_model(self, new_model, new_provider, api_key="", base_url="", api_mode=""):
+        """Hot switch (the real signature); "fail-switch" fails like a bad provider."""
+        if new_model == "fail-switch":
+            raise RuntimeError("fake switch failure for model fail-switch")
+        self.model, self.provider = new_model, new_provider
+        self.api_key, self.base_url, self.api_mode = api_key, base_url, api_mode
+        eventlog.log("switch_model", model=new_model, provider=new_provider)
+
     # -- compression -------------------------------------------------------
 
     def _compress_context(self, messages, system_message, *, approx_tokens=None,
@@ -139,7 +153,7 @@ class AIAgent:
                      HERMES_EXEC_ASK=os.environ.get("HERMES_EXEC_ASK"),
                      HERMES_HOME=os.environ.get("HERMES_HOME"))
         turn = Turn(self, user_message, system_message, conversation_history, stream_callback,
-                    persist_user_message)
+                    persist_user_message, task_id)
         try:
             interrupted = turn.run()
         finally:

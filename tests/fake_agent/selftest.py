@@ -178,7 +178,7 @@ class ApprovalTests(FakeAgentTestCase):
         self.assertEqual(notified[0][0], threading.current_thread().name)
         self.assertEqual(notified[0][1]["command"], "rm -rf /")
         self.assertEqual(set(notified[0][1]), {"command", "pattern_key", "pattern_keys",
-                                               "description", "allow_permanent"})
+                                               "description", "allow_permanent", "request_id"})
         self.assertEqual(result["final_response"], "choice=once ")
         self.assertEqual(result["messages"][-1]["content"], "ran terminal: rm -rf /")
 
@@ -332,6 +332,80 @@ class PersistenceAndConfigTests(FakeAgentTestCase):
         self.assertEqual(hermes_constants.parse_reasoning_effort(False), {"enabled": False})
         self.assertIsNone(hermes_constants.parse_reasoning_effort(""))
         self.assertIs(run_agent.PLATFORM_HINTS, prompt_builder.PLATFORM_HINTS)
+
+
+class StudioSurfaceTests(FakeAgentTestCase):
+    """The modules a Hermes Studio bridge reaches for besides the turn."""
+
+    def test_request_id_resolves_that_request_only(self):
+        self.write_config({"approvals": {"timeout": 5}})
+        seen = []
+        approval.register_gateway_notify("s", seen.append)
+        self.addCleanup(approval.unregister_gateway_notify, "s")
+        token = approval.set_current_session_key("s")
+        self.addCleanup(approval.reset_current_session_key, token)
+
+        def answer():
+            while len(seen) < 2:
+                time.sleep(0.01)
+            # The second request first: the first must stay pending.
+            self.assertEqual(approval.resolve_gateway_approval("s", "once", request_id=seen[1]["request_id"]), 1)
+            self.assertEqual(approval.pending_count("s"), 1)
+            approval.resolve_gateway_approval("s", "deny", request_id=seen[0]["request_id"])
+
+        threading.Thread(target=answer).start()
+        result = run_agent.AIAgent().run_conversation("script:danger-pair rm a|rm b")
+        self.assertEqual(result["final_response"], "pair=rm a:deny,rm b:once ")
+
+    def test_session_cwd_and_task_overrides(self):
+        from agent import runtime_cwd
+        workspace = str(self.home)
+        agent = run_agent.AIAgent()
+        runtime_cwd.set_session_cwd(workspace)
+        self.addCleanup(runtime_cwd.clear_session_cwd)
+        self.assertEqual(agent.run_conversation("script:cwd")["final_response"], f"cwd={workspace} ")
+        terminal_tool.register_task_env_overrides("t1", {"cwd": "/"})
+        self.addCleanup(terminal_tool.clear_task_env_overrides, "t1")
+        self.assertEqual(agent.run_conversation("script:cwd", task_id="t1")["final_response"], "cwd=/ ")
+
+    def test_clarify_and_titles(self):
+        asked = []
+        agent = run_agent.AIAgent(clarify_callback=lambda q, c: asked.append((q, c)) or "blue")
+        self.assertEqual(agent.run_conversation("script:clarify Which colour?|red,blue")["final_response"],
+                         "clarified=blue ")
+        self.assertEqual(asked, [("Which colour?", ["red", "blue"])])
+        from agent.title_generator import maybe_auto_title
+        db = SessionDB()
+        db.create_session("t", source="cli")
+        titles = []
+        maybe_auto_title(db, "t", "hello there world", "hi", [{"role": "user"}], title_callback=titles.append)
+        deadline = time.time() + 2
+        while not titles and time.time() < deadline:
+            time.sleep(0.01)
+        self.assertEqual(titles, ["Title: hello there world"])
+        self.assertEqual(db.get_session_title("t"), "Title: hello there world")
+
+    def test_goals_skills_and_mcp(self):
+        from agent.skill_commands import reload_skills, resolve_skill_command_key
+        from hermes_cli.goals import GoalManager
+        from tools import mcp_tool
+        mgr = GoalManager("g")
+        mgr.set("ship it")
+        self.assertTrue(GoalManager("g").is_active())  # state persists across managers
+        self.assertTrue(mgr.evaluate_after_turn("working")["should_continue"])
+        self.assertEqual(mgr.evaluate_after_turn("GOAL DONE")["verdict"], "done")
+        (self.home / "skills" / "demo").mkdir(parents=True)
+        (self.home / "skills" / "demo" / "SKILL.md").write_text("description: a demo\n")
+        self.assertEqual(reload_skills()["added"], [{"name": "demo", "description": "a demo"}])
+        self.assertEqual(resolve_skill_command_key("demo"), "/demo")
+        self.write_config({"mcp_servers": {"files": {"command": "x", "fake_tools": [{"name": "read"}]}}})
+        self.assertEqual(mcp_tool.discover_mcp_tools(), ["mcp_files_read"])
+        task = mcp_tool._servers["files"]
+        self.assertFalse(task._task.done())
+        mcp_tool._run_on_mcp_loop(lambda: task.shutdown(), timeout=5)
+        time.sleep(0.05)
+        self.assertTrue(task._task.done())
+        mcp_tool._servers.clear()
 
 
 if __name__ == "__main__":

@@ -22,7 +22,15 @@ from harness import DEFAULT_CONFIG, Bridge  # noqa: E402
 # Normalisation helpers
 # ---------------------------------------------------------------------------
 
-EXTRA_EVENTS = {"stream.delta", "turn.boundary", "step"}  # ours only (difference 1)
+EXTRA_EVENTS = {"stream.delta", "turn.boundary", "step",  # ours only (difference 1)
+                # ...and what Hermes Studio's current bridge adds (difference 12)
+                "bridge.context.ready", "session.title.updated"}
+# Fields Hermes Studio's current bridge added to the seed's answers and
+# events (difference 12): dropped from ours before comparing with the seed.
+STUDIO_PING_KEYS = ("mode", "broker", "workers", "worker_details", "active_sessions", "running_sessions",
+                    "sessions_by_profile", "running_sessions_by_profile")
+STUDIO_LIST_KEYS = ("profile", "worker_key")
+SEED_TERMINAL_TIMEOUT_MS, STUDIO_TERMINAL_TIMEOUT_MS = 60_000, 120_000
 TIME_KEYS = {"time", "started_at", "ended_at", "created_at", "last_used_at"}
 ID_KEYS = {"run_id", "current_run_id", "approval_id", "request_id", "session_id", "requested_session_id"}
 HEX32 = re.compile(r"[0-9a-f]{32}")
@@ -113,6 +121,29 @@ def filter_extras(obj: Any, full_events: dict[str, list]) -> Any:
     run_events = full_events.get(obj.get("run_id"))
     if "event_cursor" in out and run_events is not None and isinstance(out["event_cursor"], int):
         out["event_cursor"] = seed_visible_count(run_events, out["event_cursor"])
+    return out
+
+
+def without_studio_fields(obj: Any) -> Any:
+    """Ours -> the seed's view of answers Studio's bridge extended."""
+    if isinstance(obj, list):
+        return [without_studio_fields(v) for v in obj]
+    if not isinstance(obj, dict):
+        return obj
+    out = {k: without_studio_fields(v) for k, v in obj.items()}
+    drop: tuple = ()
+    if out.get("pong") is True:
+        drop = STUDIO_PING_KEYS
+    elif "session_id" in out and "config" in out and "exists" not in out:
+        drop = STUDIO_LIST_KEYS  # a list entry
+    elif out.get("event") == "approval.requested":
+        drop = ("pattern_keys",)
+        if out.get("timeout_ms") == STUDIO_TERMINAL_TIMEOUT_MS and "pattern_keys" not in obj:
+            out["timeout_ms"] = SEED_TERMINAL_TIMEOUT_MS  # the terminal path waits as long as Studio's
+    elif out.get("event") == "bridge.compression.completed":
+        drop = ("result_approx_tokens",)
+    for key in drop:
+        out.pop(key, None)
     return out
 
 
@@ -252,11 +283,16 @@ class Trace:
         for rec in self.records:
             resp = copy.deepcopy(rec.resp)
             if self.kind == "ours":
-                resp = filter_extras(resp, self.full_events)
+                resp = without_studio_fields(filter_extras(resp, self.full_events))
             resp = mask_traceback(mask_gateway_timeout(resp, self.gateway_timeout_ms))
             rec.norm = mask(resp, ids)
             if rec.compare_raw and rec.raw is not None:
-                rec.raw_norm = mask_raw(rec.raw, raw_ids)
+                raw = rec.raw
+                if self.kind == "ours":  # Studio's fields out, the bytes otherwise as sent
+                    stripped = without_studio_fields(json.loads(raw))
+                    if stripped != json.loads(raw):
+                        raw = python_dumps(json.dumps(stripped, ensure_ascii=False).encode())
+                rec.raw_norm = mask_raw(raw, raw_ids)
 
     def by_label(self) -> dict[str, Record]:
         return {r.label: r for r in self.records}

@@ -63,7 +63,9 @@ class ActionsOverIpc(unittest.TestCase):
         self.assert_error(self.bridge.raw_json(b'{"action": "\xff"}\n'), "UnicodeDecodeError")
         self.assert_error(self.req(), "ValueError", "action is required")
         self.assert_error(self.req(action="  "), "ValueError", "action is required")
-        self.assert_error(self.req(action="command"), "ValueError", "unknown action: command")
+        self.assert_error(self.req(action="frobnicate"), "ValueError", "unknown action: frobnicate")
+        # Hermes Studio's action, not an unknown one any more
+        self.assert_error(self.req(action="command"), "ValueError", "session_id is required")
 
     # -- chat and reading a run ------------------------------------------------------
     def test_chat_then_poll(self):
@@ -169,12 +171,13 @@ class ActionsOverIpc(unittest.TestCase):
             "requested_session_id": "lifecycle", "profile": "default", "model": "fake-model",
             "provider": "fake", "base_url": "http://127.0.0.1:9/v1", "api_mode": "chat_completions",
             "platform": "cli", "resumed": False, "resumed_message_count": 0, "db_error": None})
-        self.assertEqual(self.req(action="status_if_loaded", session_id="lifecycle"), status | {
+        self.assertEqual(self.req(action="status_if_loaded", session_id="lifecycle"), status | {"loaded": True} | {
             "last_used_at": status["last_used_at"]})
         listed = [s for s in self.req(action="list")["sessions"] if s["session_id"] == "lifecycle"]
         self.assertEqual(len(listed), 1)
         self.assertEqual(list(listed[0]), ["session_id", "running", "current_run_id", "created_at",
-                                           "last_used_at", "message_count", "config"])
+                                           "last_used_at", "message_count", "config", "profile", "worker_key"])
+        self.assertEqual((listed[0]["profile"], listed[0]["worker_key"]), ("default", "default"))
         self.assertEqual(self.req(action="destroy", session_id="lifecycle"),
                          {"ok": True, "session_id": "lifecycle", "destroyed": True})
         self.assertEqual(self.req(action="destroy", session_id="lifecycle"),
@@ -271,7 +274,9 @@ class ActionsOverIpc(unittest.TestCase):
         reply = self.req(action="chat", session_id="chatter",
                          message="script:status lifecycle warming up;think pondering;reason because", wait=True)
         self.assertIn({"event": "status", "kind": "lifecycle", "text": "warming up"}, reply["events"])
-        self.assertIn({"event": "thinking.delta", "text": "pondering"}, reply["events"])
+        # The spinner's text stays out of the conversation (as in Studio's bridge).
+        self.assertIn({"event": "thinking.delta", "text": ""}, reply["events"])
+        self.assertNotIn("pondering", json.dumps(reply["events"]))
         self.assertIn({"event": "reasoning.delta", "text": "because"}, reply["events"])
 
     def test_agent_exception_becomes_an_error_run(self):

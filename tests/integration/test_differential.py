@@ -245,6 +245,7 @@ MAIN_SCENARIO = [
 # Steps whose answers differ on purpose and are asserted by their own test.
 DELIBERATE_SKIPS = {
     "config/old run": "seed: a config change drops the old session's runs (KeyError); ours keeps them (diff 11)",
+    "basic/command action": "seed: unknown action; ours: Hermes Studio's `command` action (diff 12)",
 }
 
 THEMES = ["basic", "unknown", "respond", "tool", "poll", "wait", "gateway", "cli-approval", "compression",
@@ -430,10 +431,10 @@ class DifferentialTest(unittest.TestCase):
         for trace, expected in ((self.seed, 300_000), (self.ours, DEFAULT_CONFIG["approvals"]["timeout"] * 1000)):
             requested = events_named(self.full_events(trace, 3), "approval.requested")
             self.assertEqual([e["timeout_ms"] for e in requested], [expected], trace.kind)
-        # the terminal (CLI) path keeps the seed's 60 s
-        for trace in (self.seed, self.ours):
+        # the terminal (CLI) path: the seed's 60 s, Hermes Studio's current 120 s (ours, difference 12)
+        for trace, expected in ((self.seed, 60_000), (self.ours, 120_000)):
             requested = events_named(self.full_events(trace, 4), "approval.requested")
-            self.assertEqual([e["timeout_ms"] for e in requested], [60_000], trace.kind)
+            self.assertEqual([e["timeout_ms"] for e in requested], [expected], trace.kind)
 
     def test_diff3_gateway_approval_timeout(self) -> None:
         config = {**DEFAULT_CONFIG, "approvals": {"timeout": 1}}
@@ -484,14 +485,19 @@ class DifferentialTest(unittest.TestCase):
                 with self.subTest(action=action):
                     self.assertEqual(seed.request({"action": action, "session_id": "st"}),
                                      err("ValueError", f"unknown action: {action}"))
+                    # status_if_loaded answers as Hermes Studio's broker does (`loaded`, difference 12)
+                    tail = b'"loaded": false}\n' if action == "status_if_loaded" else b'"message_count": 0}\n'
                     self.assertEqual(ours.raw((json.dumps({"action": action, "session_id": "nope"}) + "\n").encode()),
-                                     b'{"ok": true, "session_id": "nope", "exists": false, "running": false, '
-                                     b'"message_count": 0}\n')
+                                     b'{"ok": true, "session_id": "nope", "exists": false, "running": false, ' + tail)
                     listed = ours.request({"action": "list"})["sessions"][0]
+                    for key in ("profile", "worker_key"):  # list entries as Studio's broker lists them
+                        self.assertEqual(listed.pop(key), "default")
+                    loaded = {"loaded": True} if action == "status_if_loaded" else {}
                     status = ours.request({"action": action, "session_id": "st"})
                     self.assertEqual(list(status), ["ok", "session_id", "exists", "running", "current_run_id",
-                                                    "created_at", "last_used_at", "message_count", "config"])
-                    self.assertEqual(status, {"ok": True, "exists": True, **listed})
+                                                    "created_at", "last_used_at", "message_count", "config",
+                                                    *loaded])
+                    self.assertEqual(status, {"ok": True, "exists": True, **listed, **loaded})
             run = ours.chat("st", "script:sleep 300")
             status = ours.request({"action": "status", "session_id": "st"})
             self.assertEqual((status["running"], status["current_run_id"]), (True, run["run_id"]))

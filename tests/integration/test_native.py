@@ -373,8 +373,9 @@ class NativeLifecycle(NativeFixture):
         out = self.bridge.chat("n-bad", "hi", harness="native", workspace=str(self.tmp / "missing"))
         self.assertEqual((out["ok"], out["error_type"]), (False, "ValueError"))
         self.assertIn("not a directory", out["error"])
-        out = self.bridge.chat("n-bad", "hi", workspace=str(self.workspace))
+        out = self.bridge.chat("n-bad", "hi", harness="embedded", workspace=str(self.tmp / "missing"))
         self.assertEqual((out["ok"], out["error_type"]), (False, "ValueError"))
+        self.assertIn("not a directory", out["error"])
 
     def test_serve_harness_native_makes_native_the_default(self):
         native = self.start_bridge(args=["--harness", "native"])

@@ -351,7 +351,9 @@ class QuestionTest(unittest.TestCase):
             self.assertEqual(events_named(events, "bridge.compression.completed"), [{
                 "event": "bridge.compression.completed", "request_id": ev["request_id"],
                 "message_count": 2, "result_messages": 1, "approx_tokens": 1234,
-                "compressed": True}])
+                "result_approx_tokens": events_named(events, "bridge.compression.completed")[0][
+                    "result_approx_tokens"], "compressed": True}])
+            self.assertGreater(events_named(events, "bridge.compression.completed")[0]["result_approx_tokens"], 0)
             i_req = index_of(events, lambda e: e.get("event") == "bridge.compression.requested")
             i_done = index_of(events, lambda e: e.get("event") == "bridge.compression.completed")
             i_text = index_of(events, lambda e: e.get("event") == "stream.delta"

@@ -29,14 +29,19 @@ TEST_CASE("the harness defaults to the session's and must be one of two", "[chat
   CHECK_THROWS_AS(read_chat(R"({"message": "x", "harness": "vim"})", "embedded"), hb::protocol::wire_error);
 }
 
-TEST_CASE("a workspace needs the native harness and is resolved", "[chat]") {
-  CHECK_THROWS_WITH(read_chat(R"({"message": "x", "workspace": "/tmp"})", "embedded"),
-                    Catch::Contains("native sessions only"));
+TEST_CASE("a workspace must be a directory and is resolved, for either harness", "[chat]") {
+  CHECK_THROWS_WITH(read_chat(R"({"message": "x", "workspace": "/nonexistent/hb-ws"})", "embedded"),
+                    Catch::Equals("workspace is not a directory: /nonexistent/hb-ws"));
+  CHECK_THROWS_WITH(read_chat(R"({"message": "x", "workspace": "/etc/hostname"})", "native"),
+                    Catch::Contains("not a directory"));
   char dir[] = "/tmp/hb-chat-XXXXXX";
   REQUIRE(::mkdtemp(dir));
   std::string dotted = std::string(dir) + "/./";
-  auto chat = read_chat(R"({"message": "x", "harness": "native", "workspace": ")" + dotted + "\"}", "embedded");
-  CHECK(chat.recipe.workspace == dir);
+  for (const char* harness : {"native", "embedded"}) {
+    auto chat = read_chat(R"({"message": "x", "workspace": " )" + dotted + " \"}", harness);
+    CHECK(chat.recipe.workspace == dir);
+  }
+  CHECK(read_chat(R"({"message": "x", "workspace": ""})", "embedded").recipe.workspace.empty());
   ::rmdir(dir);
 }
 

@@ -25,8 +25,9 @@ def _truthy(value) -> bool:
 
 class Turn:
     def __init__(self, agent, user_message, system_message, history, stream_callback,
-                 persist_user_message):
+                 persist_user_message, task_id=None):
         self.agent = agent
+        self.task_id = task_id
         self.system_message = system_message
         self.history = list(history or [])
         self.stream_callback = stream_callback
@@ -60,7 +61,13 @@ class Turn:
             "env": lambda arg: self._api_call(f"{arg}={os.environ.get(arg, '<unset>')} "),
             "sysmsg": lambda arg: self._api_call(f"system={self.system_message} "),
             "history": lambda arg: self._api_call(f"history={len(self.history)} "),
-            "cwd": lambda arg: self._api_call(os.getcwd()),
+            "cwd": self._step_cwd,
+            "clarify": self._step_clarify,
+            "reasoning": lambda arg: self._api_call(
+                "reasoning=" + json.dumps(self.agent.reasoning_config, sort_keys=True) + " "),
+            "model": lambda arg: self._api_call(f"model={self.agent.model} "),
+            "moa": self._step_moa,
+            "danger-pair": self._step_danger_pair,
             "surrogate": lambda arg: self._api_call(deltas=["bad\ud800text "]),
             "nan": lambda arg: self.extra.__setitem__("score", float("nan")),
             "steer-wait": self._step_steer_wait,
@@ -218,6 +225,56 @@ class Turn:
         except Exception:
             return "deny"  # the real agent treats a failing callback as deny
         return choice if choice in APPROVAL_CHOICES else "deny"
+
+    def _step_cwd(self, arg) -> None:
+        """The terminal tool runs `pwd` where it would run any command."""
+        cwd = terminal_tool.terminal_cwd(self.task_id)
+        self._run_tool("terminal", "pwd", cwd)
+        self._api_call(f"cwd={cwd} ")
+
+    def _step_clarify(self, arg) -> None:
+        """clarify <question>[|<choice>,<choice>]: the clarify tool asks the user."""
+        question, _, choices = arg.partition("|")
+        cb = self.agent.clarify_callback
+        if cb is None:  # the real tool answers with an error without a callback
+            self._run_tool("clarify", question, "Error: clarify is not available here")
+            return
+        eventlog.log_callback("clarify_callback")
+        answer = cb(question.strip(), [c.strip() for c in choices.split(",")] if choices else None)
+        self._run_tool("clarify", question, f"user answered: {answer}")
+        self._api_call(f"clarified={answer} ")
+
+    def _step_moa(self, arg) -> None:
+        """moa <n>: a mixture-of-agents call reports n references, then aggregates."""
+        count = int(arg or 2)
+        for i in range(count):
+            self.agent._emit("tool_progress_callback", "moa.reference", f"ref{i}", f"reference {i}",
+                             None, moa_index=i, moa_count=count)
+        self.agent._emit("tool_progress_callback", "moa.aggregating", "aggregator", None, None,
+                         moa_ref_count=count)
+        self._api_call("aggregated ")
+
+    def _step_danger_pair(self, arg) -> None:
+        """danger-pair <cmd1>|<cmd2>: two tools of one batch wait for gateway
+        approvals at once, as concurrent tool workers do (the session key and
+        context propagate to them)."""
+        import contextvars
+
+        commands = [c.strip() for c in arg.split("|")]
+        choices = [None] * len(commands)
+
+        def ask(i, command):
+            choices[i] = self._ask_approval(command, "gw")
+
+        threads = []
+        for i, command in enumerate(commands):
+            ctx = contextvars.copy_context()
+            threads.append(threading.Thread(target=ctx.run, args=(ask, i, command)))
+            threads[-1].start()
+            time.sleep(0.05)  # a stable order of requests
+        for t in threads:
+            t.join()
+        self._api_call("pair=" + ",".join(f"{c}:{x}" for c, x in zip(commands, choices)) + " ")
 
     def _step_compress(self, arg) -> None:
         # Attribute lookup, so a bridge's instance-level replacement runs.

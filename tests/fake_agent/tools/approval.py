@@ -9,6 +9,7 @@ import contextvars
 import os
 import threading
 import time
+import uuid
 
 from fake_support import eventlog
 
@@ -18,14 +19,21 @@ DEFAULT_TIMEOUT_SECONDS = 60.0
 _session_key = contextvars.ContextVar("approval_session_key", default=None)
 _lock = threading.Lock()
 _notify_cbs = {}   # session_key -> cb(approval_data)
-_pending = {}      # session_key -> [_Pending], oldest first
+_gateway_queues = {}  # session_key -> [_ApprovalEntry], oldest first (the real names)
 
 
-class _Pending:
+# hermes-agent 0.20 gives every pending request a request_id and resolves by
+# it; FAKE_AGENT_LEGACY_APPROVALS=1 plays 0.18 (no ids, oldest first).
+_LEGACY = bool(os.environ.get("FAKE_AGENT_LEGACY_APPROVALS"))
+
+
+class _ApprovalEntry:
     def __init__(self, data):
-        self.data = data
+        self.data = data if _LEGACY else dict(data)
+        if not _LEGACY:
+            self.data.setdefault("request_id", uuid.uuid4().hex)
         self.event = threading.Event()
-        self.choice = None
+        self.result = None
         self.reason = None
 
 
@@ -56,28 +64,41 @@ def unregister_gateway_notify(session_key) -> None:
     """Drop the callback and wake its waiters; they get "deny"."""
     with _lock:
         _notify_cbs.pop(session_key, None)
-        waiters = _pending.pop(session_key, [])
+        waiters = _gateway_queues.pop(session_key, [])
     for entry in waiters:
-        entry.choice = "deny"
+        entry.result = "deny"
         entry.event.set()
 
 
-def resolve_gateway_approval(session_key, choice, resolve_all=False, reason=None) -> int:
-    """Resolve the oldest pending request of session_key (or all); return how many."""
+def _resolve(session_key, choice, resolve_all=False, reason=None, request_id=None) -> int:
+    """Resolve the request with request_id, else the oldest (or all); return how many."""
     with _lock:
-        queue = _pending.get(session_key) or []
-        targets = list(queue) if resolve_all else queue[:1]
-        del queue[:len(targets)]
+        queue = _gateway_queues.get(session_key) or []
+        if request_id:
+            targets = [e for e in queue if e.data.get("request_id") == request_id]
+        else:
+            targets = list(queue) if resolve_all else queue[:1]
+        for entry in targets:
+            queue.remove(entry)
     for entry in targets:
-        entry.choice = choice
+        entry.result = choice
         entry.reason = reason
         entry.event.set()
     return len(targets)
 
 
+if _LEGACY:
+    def resolve_gateway_approval(session_key, choice, resolve_all=False, reason=None) -> int:
+        return _resolve(session_key, choice, resolve_all, reason)
+else:
+    def resolve_gateway_approval(session_key, choice, resolve_all=False, reason=None,
+                                 request_id=None) -> int:
+        return _resolve(session_key, choice, resolve_all, reason, request_id)
+
+
 def pending_count(session_key) -> int:
     with _lock:
-        return len(_pending.get(session_key) or [])
+        return len(_gateway_queues.get(session_key) or [])
 
 
 def _timeout_seconds() -> float:
@@ -96,16 +117,17 @@ def wait_for_gateway_decision(session_key, approval_data, is_interrupted=None) -
     Returns the choice; "deny" when no callback is registered, the notify
     callback raises, the wait times out or the turn is interrupted.
     """
-    entry = _Pending(approval_data)
+    entry = _ApprovalEntry(approval_data)
     with _lock:
         cb = _notify_cbs.get(session_key)
         if cb is None:
             return "deny"
         # Queue before notifying so a resolve issued from inside cb finds it.
-        _pending.setdefault(session_key, []).append(entry)
+        _gateway_queues.setdefault(session_key, []).append(entry)
     eventlog.log_callback("gateway_notify")
     try:
-        cb(approval_data)
+        # 0.18 hands the notify callback the entry's own dict, 0.20 a copy.
+        cb(entry.data if _LEGACY else dict(entry.data))
     except Exception:
         _forget(session_key, entry)
         return "deny"
@@ -115,13 +137,13 @@ def wait_for_gateway_decision(session_key, approval_data, is_interrupted=None) -
         while not entry.event.wait(POLL_SECONDS):
             if (is_interrupted is not None and is_interrupted()) or time.monotonic() >= deadline:
                 return "deny"
-        return entry.choice or "deny"
+        return entry.result or "deny"
     finally:
         _forget(session_key, entry)
 
 
 def _forget(session_key, entry) -> None:
     with _lock:
-        queue = _pending.get(session_key)
+        queue = _gateway_queues.get(session_key)
         if queue and entry in queue:
             queue.remove(entry)

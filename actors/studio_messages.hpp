@@ -1,0 +1,76 @@
+// Messages for what Hermes Studio asks of a session besides chat: context
+// estimates, model switches, which profile a session runs in, and the
+// broker's picture of sessions for `ping`. One struct per message kind,
+// decoded from the request once (in the broker) and answered with a complete
+// response line; each has an inspect() overload so it could cross a process.
+#pragma once
+
+#include "actors/chat_request.hpp"
+
+#include <caf/actor_system_config.hpp>
+#include <caf/meta/type_name.hpp>
+
+#include <string>
+
+namespace hb::actors {
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, agent_recipe& x) {
+  return f(caf::meta::type_name("agent_recipe"), x.profile, x.model, x.provider, x.harness, x.workspace);
+}
+
+// context_estimate: the session's agent, built from `recipe` when it has
+// none, estimates what `args` (messages, instructions, workspace) cost.
+struct estimate_context {
+  agent_recipe recipe;
+  std::string args; // a JSON object for bridge_ops' context_estimate
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, estimate_context& x) {
+  return f(caf::meta::type_name("estimate_context"), x.recipe, x.args);
+}
+
+// switch_session_model: a live agent switches now, a running one after its
+// turn; a session without a live agent is not loaded.
+struct switch_model {
+  std::string model;
+  std::string provider;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, switch_model& x) {
+  return f(caf::meta::type_name("switch_model"), x.model, x.provider);
+}
+
+// Which profile the session runs in (answered with created, profile).
+struct profile_of {};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, profile_of&) {
+  return f(caf::meta::type_name("profile_of"));
+}
+
+// Session -> broker, whenever the session's state is persisted: what `ping`
+// counts without asking every session.
+struct session_activity {
+  std::string session_id;
+  std::string profile;
+  bool running = false;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, session_activity& x) {
+  return f(caf::meta::type_name("session_activity"), x.session_id, x.profile, x.running);
+}
+
+// Names them for CAF (needed once a message crosses a process).
+inline void add_studio_message_types(caf::actor_system_config& cfg) {
+  cfg.add_message_type<agent_recipe>("hb::agent_recipe")
+    .add_message_type<estimate_context>("hb::estimate_context")
+    .add_message_type<switch_model>("hb::switch_model")
+    .add_message_type<profile_of>("hb::profile_of")
+    .add_message_type<session_activity>("hb::session_activity");
+}
+
+} // namespace hb::actors

@@ -1,0 +1,637 @@
+"""What Hermes Studio asks of an agent besides a turn: context estimates,
+model switches, slash commands, goals, titles, skills and MCP servers.
+
+Two entry points, both taking and returning JSON text so that either host
+(embedded, or a worker process) forwards them without knowing the ops:
+`session_call` works on a session's AIAgent, `profile_call` only needs the
+profile's environment. A failure the client should see as an answer (not
+as an exception) comes back as {"ok": false, "error": ...}, the way Studio's
+bridge answers it; anything raised becomes an error answer in the daemon.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from bridge_json import plain, to_json
+from bridge_profiles import DBS, GATE, _profile_home, load_config, section
+
+# --------------------------------------------------------------------------
+# The working directory of a session's tools.
+
+
+@contextlib.contextmanager
+def bound_workspace(session_id: str, workspace: str | None):
+    """Pins the session's workspace on this thread for the agent's tools:
+    the session cwd (agent.runtime_cwd) and the terminal tool's per-task cwd
+    where the agent has them. Yields False when it has neither: the caller
+    then carries the workspace in TERMINAL_CWD (see GATE.hold)."""
+    if not workspace:
+        yield True
+        return
+    try:
+        from agent.runtime_cwd import clear_session_cwd, set_session_cwd
+    except Exception:
+        set_session_cwd = clear_session_cwd = None
+    try:
+        from tools.terminal_tool import register_task_env_overrides
+    except Exception:
+        register_task_env_overrides = None
+    if set_session_cwd is None and register_task_env_overrides is None:
+        yield False
+        return
+    if set_session_cwd is not None:
+        set_session_cwd(workspace)
+    if register_task_env_overrides is not None:
+        with contextlib.suppress(Exception):
+            register_task_env_overrides(session_id, {"cwd": workspace})
+    try:
+        yield True
+    finally:
+        if clear_session_cwd is not None:
+            with contextlib.suppress(Exception):
+                clear_session_cwd()
+
+
+def needs_terminal_cwd() -> bool:
+    """An agent older than agent.runtime_cwd and per-task overrides reads
+    its tools' cwd from TERMINAL_CWD only."""
+    try:
+        from agent.runtime_cwd import set_session_cwd  # noqa: F401
+        return False
+    except Exception:
+        pass
+    try:
+        from tools.terminal_tool import register_task_env_overrides  # noqa: F401
+        return False
+    except Exception:
+        return True
+
+
+# --------------------------------------------------------------------------
+# Context estimates (Studio's bridge.context.ready and context_estimate).
+
+
+def _tool_names(tools: Any) -> list[str]:
+    names = []
+    for tool in tools if isinstance(tools, list) else []:
+        name = ""
+        if isinstance(tool, dict):
+            function = tool.get("function")
+            name = str(function.get("name") or "") if isinstance(function, dict) else ""
+            name = name or str(tool.get("name") or "")
+        else:
+            name = str(getattr(tool, "name", "") or "")
+        if name:
+            names.append(name)
+    return names
+
+
+def _system_prompt(agent: Any, instructions: Any) -> str:
+    cached = str(getattr(agent, "_cached_system_prompt", "") or "")
+    if cached:
+        return cached
+    build = getattr(agent, "_build_system_prompt", None)
+    if callable(build):
+        with contextlib.suppress(Exception):
+            return str(build(instructions) or "")
+    return str(instructions or "")
+
+
+def context_info(agent: Any, messages: Any, instructions: Any) -> dict[str, Any]:
+    """Token counts of what the agent would send; {} for an agent that
+    cannot estimate (no agent.model_metadata)."""
+    try:
+        from agent.model_metadata import estimate_request_tokens_rough as estimate
+    except Exception:
+        return {}
+    prompt = _system_prompt(agent, instructions)
+    tools = getattr(agent, "tools", None) or []
+    listed = messages if isinstance(messages, list) else []
+    try:
+        total = estimate(listed, system_prompt=prompt, tools=tools or None)
+        fixed = estimate([], system_prompt=prompt, tools=tools or None)
+        system = estimate([], system_prompt=prompt, tools=None)
+    except Exception:
+        return {}
+    names = _tool_names(tools)
+    mcp = sorted(n for n in names if n.startswith("mcp_"))
+
+    def count(value: Any, minimum: int) -> int | None:
+        return int(value) if isinstance(value, (int, float)) and value >= minimum else None
+
+    return {
+        "token_count": count(total, 1),
+        "fixed_context_tokens": count(fixed, 0),
+        "system_prompt_tokens": count(system, 0),
+        "tool_tokens": max(0, int(fixed or 0) - int(system or 0)),
+        "message_count": len(listed),
+        "tool_count": len(tools) if isinstance(tools, list) else 0,
+        "tool_names": names,
+        "mcp_tool_count": len(mcp),
+        "mcp_tool_names": mcp,
+        "system_prompt_chars": len(prompt),
+    }
+
+
+def estimated_tokens(agent: Any, messages: Any, instructions: Any) -> int | None:
+    return context_info(agent, messages, instructions).get("token_count")
+
+
+# --------------------------------------------------------------------------
+# Session operations.
+
+
+def _context_estimate(session: Any, args: dict[str, Any]) -> dict[str, Any]:
+    workspace = args.get("workspace") or None
+    legacy_cwd = workspace if workspace and needs_terminal_cwd() else None
+    with GATE.hold(session.profile, terminal_cwd=legacy_cwd):
+        with bound_workspace(session.session_id, workspace):
+            return context_info(session.agent, args.get("messages") or [], args.get("instructions"))
+
+
+def model_switch_note(old_model: str, new_model: str, provider: str) -> str:
+    return (f"[Note: model was just switched from {old_model or 'unknown'} to {new_model} via "
+            f"{provider or 'configured provider'}. Adjust your self-identification accordingly.]")
+
+
+def _switch_model(session: Any, args: dict[str, Any]) -> dict[str, Any]:
+    """agent.switch_model with the runtime the profile resolves for the new
+    model; the next turn is told (as Studio's bridge tells it)."""
+    model = str(args.get("model") or "").strip()
+    provider = str(args.get("provider") or "").strip()
+    if not model:
+        raise ValueError("model is required")
+    switch = getattr(session.agent, "switch_model", None)
+    if not callable(switch):
+        raise RuntimeError("loaded agent does not support switch_model")
+    old_model = str(getattr(session.agent, "model", "") or "")
+    with GATE.hold(session.profile):
+        from hermes_cli.runtime_provider import resolve_runtime_provider
+        runtime = resolve_runtime_provider(requested=provider or None, target_model=model)
+    resolved = str(runtime.get("provider") or provider or "")
+    switch(new_model=model, new_provider=resolved, api_key=runtime.get("api_key") or "",
+           base_url=runtime.get("base_url") or "", api_mode=runtime.get("api_mode") or "")
+    if args.get("announce", True):
+        session.pending_note = model_switch_note(old_model, model, resolved)
+    return {"model": model, "provider": resolved, "base_url": runtime.get("base_url"),
+            "api_mode": runtime.get("api_mode")}
+
+
+SESSION_OPS = {
+    "context_estimate": _context_estimate,
+    "switch_model": _switch_model,
+}
+
+
+def session_call(session: Any, op: str, args_json: str) -> str:
+    handler = SESSION_OPS.get(op)
+    if handler is None:
+        raise ValueError(f"unknown session operation: {op}")
+    return to_json(plain(handler(session, json.loads(args_json or "{}"))))
+
+
+# --------------------------------------------------------------------------
+# Slash commands and goals (hermes_cli.goals, agent.skill_commands).
+
+
+def _goal_manager(session_id: str) -> Any:
+    from hermes_cli.goals import GoalManager
+    try:
+        max_turns = int(section(load_config(), "goals").get("max_turns", 20) or 20)
+    except (TypeError, ValueError):
+        max_turns = 20
+    return GoalManager(session_id=session_id, default_max_turns=max_turns)
+
+
+def _goal_command(session_id: str, arg: str) -> dict[str, Any]:
+    mgr = _goal_manager(session_id)
+    text = arg.strip()
+    word = text.lower()
+    out: dict[str, Any] = {"session_id": session_id, "command": "goal", "handled": True, "type": "goal"}
+    if not text or word == "status":
+        return {**out, "action": "goal_status", "message": mgr.status_line()}
+    if word == "pause":
+        state = mgr.pause(reason="user-paused")
+        return {**out, "action": "pause", "clear_goal_continuations": True,
+                "message": f"⏸ Goal paused: {state.goal}" if state else "No goal set."}
+    if word == "resume":
+        state = mgr.resume()
+        return {**out, "action": "resume",
+                "message": f"▶ Goal resumed: {state.goal}" if state else "No goal to resume.",
+                "kickoff_prompt": mgr.next_continuation_prompt() if state else None,
+                "max_turns": state.max_turns if state else None}
+    if word in ("clear", "stop", "done"):
+        had = mgr.has_goal()
+        mgr.clear()
+        return {**out, "action": "clear", "clear_goal_continuations": True,
+                "message": "✓ Goal cleared." if had else "No active goal."}
+    try:
+        state = mgr.set(text)
+    except ValueError as exc:
+        return {**out, "action": "set", "message": f"Invalid goal: {exc}"}
+    return {**out, "action": "set", "kickoff_prompt": state.goal, "max_turns": state.max_turns,
+            "message": (f"⊙ Goal set ({state.max_turns}-turn budget): {state.goal}\n"
+                        "After each turn, a judge model will check if the goal is done. "
+                        "Hermes keeps working until it is, you pause/clear it, or the budget is exhausted.")}
+
+
+def _subgoal_command(session_id: str, arg: str) -> dict[str, Any]:
+    mgr = _goal_manager(session_id)
+    out: dict[str, Any] = {"session_id": session_id, "command": "subgoal", "handled": True, "type": "goal"}
+    text = arg.strip()
+    if not mgr.has_goal():
+        return {**out, "action": "subgoal", "message": "No active goal. Set one with /goal <text>."}
+    if not text:
+        return {**out, "action": "subgoal_status", "message": f"{mgr.status_line()}\n{mgr.render_subgoals()}"}
+    verb, _, rest = text.partition(" ")
+    if verb.lower() == "remove":
+        if not rest.strip():
+            return {**out, "action": "subgoal_remove", "message": "Usage: /subgoal remove <n>"}
+        try:
+            index = int(rest.split()[0])
+            message = f"✓ Removed subgoal {index}: {mgr.remove_subgoal(index)}"
+        except ValueError:
+            message = "/subgoal remove: <n> must be an integer (1-based index)."
+        except (IndexError, RuntimeError) as exc:
+            message = f"/subgoal remove: {exc}"
+        return {**out, "action": "subgoal_remove", "message": message}
+    if verb.lower() == "clear":
+        try:
+            count = mgr.clear_subgoals()
+            message = (f"✓ Cleared {count} subgoal{'s' if count != 1 else ''}." if count
+                       else "No subgoals to clear.")
+        except RuntimeError as exc:
+            message = f"/subgoal clear: {exc}"
+        return {**out, "action": "subgoal_clear", "message": message}
+    try:
+        added = mgr.add_subgoal(text)
+        message = f"✓ Added subgoal {len(mgr.state.subgoals) if mgr.state else 0}: {added}"
+    except (ValueError, RuntimeError) as exc:
+        message = f"/subgoal: {exc}"
+    return {**out, "action": "subgoal_add", "message": message}
+
+
+def _skill_command(session_id: str, name: str, arg: str) -> dict[str, Any] | None:
+    out: dict[str, Any] = {"session_id": session_id, "command": name, "handled": True}
+    with contextlib.suppress(ImportError):
+        from agent.skill_bundles import build_bundle_invocation_message, resolve_bundle_command_key
+        key = resolve_bundle_command_key(name)
+        built = build_bundle_invocation_message(key, arg, task_id=session_id) if key else None
+        if built:
+            message, loaded, missing = built
+            return {**out, "type": "bundle", "message": message, "loaded": loaded, "missing": missing}
+    from agent.skill_commands import build_skill_invocation_message, resolve_skill_command_key
+    key = resolve_skill_command_key(name)
+    if not key:
+        return None
+    message = build_skill_invocation_message(
+        key, arg, task_id=session_id,
+        runtime_note=("If you need user clarification, call the clarify tool. "
+                      "Do not output raw JSON question/choices payloads as the final response."))
+    return {**out, "type": "skill", "message": message} if message else None
+
+
+def _command(profile: str, args: dict[str, Any]) -> dict[str, Any]:
+    session_id = str(args.get("session_id") or "")
+    raw = str(args.get("command") or "").strip()
+    raw = raw[1:].strip() if raw.startswith("/") else raw
+    if not raw:
+        raise ValueError("command is required")
+    head, _, arg = raw.partition(" ")
+    name = head.lstrip("/").strip().lower()
+    arg = arg.strip()
+    if name == "goal":
+        return _goal_command(session_id, arg)
+    if name == "subgoal":
+        return _subgoal_command(session_id, arg)
+    if name == "learn":
+        try:
+            from agent.learn_prompt import build_learn_prompt
+        except ImportError:
+            return {"session_id": session_id, "command": name, "handled": False, "type": "learn",
+                    "message": "/learn requires a newer Hermes Agent runtime with agent.learn_prompt."}
+        return {"session_id": session_id, "command": name, "handled": True, "type": "learn",
+                "message": build_learn_prompt(arg)}
+    if name in ("reload-skills", "reload_skills"):
+        from agent.skill_commands import reload_skills
+        return {"session_id": session_id, "command": name, "handled": True, "type": "reload-skills",
+                "action": "reload-skills", **plain(reload_skills())}
+    try:
+        found = _skill_command(session_id, name, arg)
+    except Exception as exc:
+        raise RuntimeError(f"skill command dispatch failed: {exc}") from exc
+    if found:
+        return found
+    return {"session_id": session_id, "command": name, "handled": False,
+            "message": f"not a supported bridge command: /{name}"}
+
+
+def _goal_evaluate(profile: str, args: dict[str, Any]) -> dict[str, Any]:
+    session_id = str(args.get("session_id") or "")
+    mgr = _goal_manager(session_id)
+    if not mgr.is_active():
+        return {"session_id": session_id, "handled": True, "active": False, "should_continue": False,
+                "continuation_prompt": None, "message": "", "verdict": "inactive"}
+    decision = mgr.evaluate_after_turn(str(args.get("final_response") or ""), user_initiated=True)
+    return {"session_id": session_id, "handled": True, "active": mgr.is_active(), **plain(decision)}
+
+
+def _goal_pause(profile: str, args: dict[str, Any]) -> dict[str, Any]:
+    session_id = str(args.get("session_id") or "")
+    reason = str(args.get("reason") or "").strip() or "paused"
+    mgr = _goal_manager(session_id)
+    state = mgr.pause(reason=reason)
+    return {"session_id": session_id, "command": "goal", "handled": True, "type": "goal",
+            "action": "pause", "active": mgr.is_active(), "status": state.status if state else None,
+            "reason": reason, "message": f"⏸ Goal paused: {state.goal}" if state else "No goal set.",
+            "clear_goal_continuations": True}
+
+
+def _session_title(profile: str, args: dict[str, Any]) -> dict[str, Any]:
+    session_id = str(args.get("session_id") or "")
+    db = DBS.for_profile(profile)
+    title = None
+    if db is not None and hasattr(db, "get_session_title"):
+        with contextlib.suppress(Exception):
+            title = db.get_session_title(session_id)
+    return {"session_id": session_id, "title": str(title or "")}
+
+
+def _skills_reload(profile: str, args: dict[str, Any]) -> dict[str, Any]:
+    from agent.skill_commands import reload_skills
+    return {"ok": True, "action": "reload-skills", **plain(reload_skills())}
+
+
+# --------------------------------------------------------------------------
+# MCP servers: the profile's config.yaml `mcp_servers` and the agent's
+# process-global server table (tools.mcp_tool).
+
+
+def _config_path(profile: str) -> Path:
+    return _profile_home(profile) / "config.yaml"
+
+
+def _read_config(profile: str) -> dict[str, Any]:
+    path = _config_path(profile)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return {}
+    try:
+        import yaml
+        data = yaml.safe_load(text)
+    except ImportError:
+        try:
+            data = json.loads(text)  # JSON is YAML; an agent always has PyYAML
+        except ValueError:
+            return {}
+    except Exception:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _write_config(profile: str, cfg: dict[str, Any]) -> None:
+    path = _config_path(profile)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        from utils import atomic_yaml_write
+        atomic_yaml_write(path, cfg, sort_keys=False)
+    except Exception as exc:
+        raise RuntimeError(f"Failed to save config to {path}: {exc}") from exc
+
+
+def _server_configs(cfg: dict[str, Any]) -> dict[str, Any]:
+    servers = cfg.get("mcp_servers") if cfg else None
+    return servers if isinstance(servers, dict) else {}
+
+
+def _mcp() -> Any:
+    from tools import mcp_tool
+    return mcp_tool
+
+
+def _live_servers(mcp: Any) -> list[tuple[str, Any]]:
+    with mcp._lock:
+        return list(mcp._servers.items())
+
+
+def _visible(tool_name: str, server_cfg: Any, raw: bool = False) -> bool:
+    """The server's tools filter (include wins over exclude), unless raw."""
+    filt = server_cfg.get("tools") if isinstance(server_cfg, dict) else None
+    if raw or not isinstance(filt, dict):
+        return True
+    if "include" in filt:
+        return tool_name in set(filt.get("include") or [])
+    if "exclude" in filt:
+        return tool_name not in set(filt.get("exclude") or [])
+    return True
+
+
+def _server_entry(name: str, cfg: Any, task: Any = None, server_cfg: Any = None) -> dict[str, Any]:
+    cfg = cfg if isinstance(cfg, dict) else {}
+    tools = list(getattr(task, "_tools", []) or []) if task is not None else []
+    raw_names = [t.name for t in tools if hasattr(t, "name")]
+    registered = list(getattr(task, "_registered_tool_names", None) or []) or list(raw_names)
+    running = getattr(task, "_task", None)
+    error = getattr(task, "_error", None)
+    return {
+        "name": name,
+        "transport": "http" if cfg.get("url") else "stdio",
+        "connected": bool(running and not running.done()),
+        "tools": len(raw_names),
+        "tools_registered": len(registered) if task is not None else 0,
+        "tool_names": raw_names,
+        "tool_names_registered": registered if task is not None else [],
+        "tool_details": [{"name": getattr(t, "name", "?"), "description": getattr(t, "description", "")}
+                         for t in tools if _visible(getattr(t, "name", "?"), server_cfg)],
+        "error": str(error) if error else None,
+        "raw_config": cfg,
+    }
+
+
+def _discover_in_background(profile: str, work: Any) -> None:
+    """Connecting servers can take long: the answer does not wait for it."""
+    import threading
+
+    def run() -> None:
+        with GATE.hold(profile):
+            try:
+                work()
+            except Exception as exc:
+                print(f"hermes-bridge: MCP discovery failed: {exc}", file=__import__("sys").stderr, flush=True)
+
+    threading.Thread(target=run, daemon=True, name="hermes-bridge-mcp").start()
+
+
+def _shutdown_server(mcp: Any, name: str) -> bool:
+    with mcp._lock:
+        task = mcp._servers.get(name)
+    if task is None:
+        return False
+    try:
+        mcp._run_on_mcp_loop(lambda: task.shutdown(), timeout=15)
+    except Exception as exc:
+        print(f"hermes-bridge: MCP server {name} did not shut down: {exc}",
+              file=__import__("sys").stderr, flush=True)
+    finally:
+        with mcp._lock:
+            if mcp._servers.get(name) is task:
+                mcp._servers.pop(name, None)
+    return True
+
+
+def _mcp_list(profile: str, args: dict[str, Any]) -> dict[str, Any]:
+    mcp = _mcp()
+    configs = _server_configs(_read_config(profile))
+    servers, total = [], 0
+    for name, task in _live_servers(mcp):
+        if name in configs:
+            entry = _server_entry(name, getattr(task, "_config", {}), task, configs.get(name))
+            servers.append(entry)
+            total += entry["tools_registered"]
+    listed = {s["name"] for s in servers}
+    servers += [_server_entry(name, cfg) for name, cfg in configs.items()
+                if name not in listed and isinstance(cfg, dict)]
+    return {"servers": servers, "total_tools": total, "ok": True}
+
+
+def _named(args: dict[str, Any]) -> tuple[str, Any]:
+    return str(args.get("name") or "").strip(), args.get("config", {})
+
+
+def _mcp_server_add(profile: str, args: dict[str, Any]) -> dict[str, Any]:
+    mcp = _mcp()
+    name, config = _named(args)
+    if not name or not isinstance(config, dict):
+        return {"error": "name and config are required", "ok": False}
+    cfg = _read_config(profile)
+    if not cfg:
+        return {"error": "config.yaml not found", "ok": False}
+    if not isinstance(cfg.get("mcp_servers"), dict):
+        cfg["mcp_servers"] = {}
+    if name in cfg["mcp_servers"]:
+        return {"error": f"server '{name}' already exists, use update instead", "ok": False}
+    cfg["mcp_servers"][name] = config
+    _write_config(profile, cfg)
+    _discover_in_background(profile, mcp.discover_mcp_tools)
+    return {"ok": True, "name": name}
+
+
+def _mcp_server_update(profile: str, args: dict[str, Any]) -> dict[str, Any]:
+    mcp = _mcp()
+    name, config = _named(args)
+    if not name or not isinstance(config, dict):
+        return {"error": "name and config are required", "ok": False}
+    cfg = _read_config(profile)
+    if not cfg:
+        return {"error": "config.yaml not found", "ok": False}
+    if not isinstance(cfg.get("mcp_servers"), dict) or name not in cfg["mcp_servers"]:
+        return {"error": f"server '{name}' not found in config", "ok": False}
+    cfg["mcp_servers"][name] = config
+    _write_config(profile, cfg)
+    _shutdown_server(mcp, name)
+    _discover_in_background(profile, mcp.discover_mcp_tools)
+    return {"ok": True}
+
+
+def _mcp_server_remove(profile: str, args: dict[str, Any]) -> dict[str, Any]:
+    mcp = _mcp()
+    name = str(args.get("name") or "").strip()
+    if not name:
+        return {"error": "name is required", "ok": False}
+    cfg = _read_config(profile)
+    if name in _server_configs(cfg):
+        del cfg["mcp_servers"][name]
+        _write_config(profile, cfg)
+    _shutdown_server(mcp, name)
+    return {"ok": True}
+
+
+def _mcp_server_test(profile: str, args: dict[str, Any]) -> dict[str, Any]:
+    mcp = _mcp()
+    name = str(args.get("name") or "").strip()
+    if not name:
+        return {"error": "name is required", "ok": False}
+    with mcp._lock:
+        task = mcp._servers.get(name)
+    if not task:
+        return {"error": f"server '{name}' is not connected", "ok": False}
+    try:
+        return {"ok": True, "tools": [t.name for t in getattr(task, "_tools", []) if hasattr(t, "name")]}
+    except Exception as exc:
+        return {"error": f"failed to list tools: {exc}", "ok": False}
+
+
+def _mcp_tools_list(profile: str, args: dict[str, Any]) -> dict[str, Any]:
+    mcp = _mcp()
+    only = str(args.get("server") or "").strip() or None
+    raw = bool(args.get("raw"))
+    configs = _server_configs(_read_config(profile))
+    results = []
+    for name, task in _live_servers(mcp):
+        if name not in configs or (only and name != only):
+            continue
+        try:
+            tools = [{"name": getattr(t, "name", "?"), "description": getattr(t, "description", ""),
+                      "input_schema": getattr(t, "inputSchema", {})}
+                     for t in getattr(task, "_tools", []) if _visible(getattr(t, "name", "?"), configs.get(name), raw)]
+        except Exception as exc:
+            results.append({"server": name, "tools": [], "error": str(exc)})
+            continue
+        results.append({"server": name, "tools": tools})
+    return {"ok": True, "results": results}
+
+
+def _mcp_reload(profile: str, args: dict[str, Any]) -> dict[str, Any]:
+    mcp = _mcp()
+    target = str(args.get("server") or "").strip() or None
+    configs = _server_configs(_read_config(profile))
+    if target and target not in configs:
+        return {"error": f"server '{target}' not found in config", "ok": False}
+    for name in [target] if target else list(configs):
+        _shutdown_server(mcp, name)
+    if target:
+        _discover_in_background(profile, lambda: mcp.register_mcp_servers({target: configs.get(target, {})}))
+    else:
+        _discover_in_background(profile, mcp.discover_mcp_tools)
+    return {"ok": True, "message": "MCP servers reloaded"}
+
+
+def _mcp_op(handler: Any) -> Any:
+    def run(profile: str, args: dict[str, Any]) -> dict[str, Any]:
+        try:
+            _mcp()
+        except ImportError:
+            return {"error": "MCP tool module not available", "ok": False}
+        return handler(profile, args)
+    return run
+
+
+PROFILE_OPS = {
+    "command": _command,
+    "goal_evaluate": _goal_evaluate,
+    "goal_pause": _goal_pause,
+    "session_title": _session_title,
+    "skills_reload": _skills_reload,
+    "mcp_list": _mcp_op(_mcp_list),
+    "mcp_server_add": _mcp_op(_mcp_server_add),
+    "mcp_server_update": _mcp_op(_mcp_server_update),
+    "mcp_server_remove": _mcp_op(_mcp_server_remove),
+    "mcp_server_test": _mcp_op(_mcp_server_test),
+    "mcp_tools_list": _mcp_op(_mcp_tools_list),
+    "mcp_reload": _mcp_op(_mcp_reload),
+}
+
+
+def profile_call(profile: str, op: str, args_json: str) -> str:
+    handler = PROFILE_OPS.get(op)
+    if handler is None:
+        raise ValueError(f"unknown profile operation: {op}")
+    profile = profile or "default"
+    with GATE.hold(profile):
+        return to_json(plain(handler(profile, json.loads(args_json or "{}"))))
