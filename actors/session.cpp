@@ -101,6 +101,11 @@ void persist(session_actor* self) {
              st.config, st.history_loaded, st.history, st.message_count, st.destroyed);
 }
 
+// Switches the live agent's model in place; `done` hears whether it worked
+// (false: the error type and message).
+using switch_done = std::function<void(session_actor*, bool ok, const std::string& type, const std::string& message)>;
+void apply_switch(session_actor* self, switch_model want, bool announce, switch_done done);
+
 // `close` also ends what the agent runs outside the daemon (a native
 // session's tmux server): on destroy and replacement, not on idle collection.
 void release_agent(session_actor* self, bool close = false) {
@@ -357,19 +362,34 @@ void on_chat(session_actor* self, const std::string& request, caf::response_prom
     plan.request = with_workspace(plan.request, workspace);
   }
   st.busy = true;
-  if (!st.agent || changed || !st.agent->usable())
-    build_agent(self, std::move(recipe), rp,
-                [plan = std::move(plan)](session_actor* self, bool resumed, caf::response_promise& rp) {
-                  if (resumed)
-                    start_with_history(self, plan, rp);
-                  else
-                    start_run(self, plan, rp);
-                });
+  auto then = [plan](session_actor* self, bool resumed, caf::response_promise& rp) {
+    if (resumed)
+      start_with_history(self, plan, rp);
+    else
+      start_run(self, plan, rp);
+  };
+  bool live = st.agent && st.agent->usable() && !st.dormant;
+  // Like Hermes Studio's bridge, a new model or provider for a live agent of
+  // the same profile is switched in place (the agent keeps what it knows);
+  // only if the agent cannot switch is it rebuilt.
+  if (live && changed && harness == "embedded" && st.harness == "embedded" &&
+      (profile.empty() || profile == st.profile)) {
+    switch_model want{model.empty() ? st.model : model, provider.empty() ? st.provider : provider};
+    return apply_switch(self, std::move(want), false,
+                        [recipe, plan, rp, then](session_actor* self, bool ok, const std::string&,
+                                                 const std::string&) mutable {
+                          if (ok)
+                            start_run(self, plan, rp);
+                          else
+                            build_agent(self, recipe, rp, then);
+                        });
+  }
+  if (!live || changed)
+    build_agent(self, std::move(recipe), rp, then);
   else
     start_run(self, std::move(plan), rp);
 }
 
-void apply_switch(session_actor* self, switch_model want, std::optional<caf::response_promise> rp);
 
 void on_closing(session_actor* self, const std::string& run_id, bool has_history, std::string& history,
                 int64_t message_count) {
@@ -393,7 +413,7 @@ void on_closing(session_actor* self, const std::string& run_id, bool has_history
   st.syncing.clear();
   if (auto want = std::move(st.pending_switch); want && st.agent) {
     st.pending_switch.reset();
-    apply_switch(self, std::move(*want), std::nullopt);
+    apply_switch(self, std::move(*want), true, [](session_actor*, bool, const std::string&, const std::string&) {});
   }
 }
 
@@ -444,11 +464,15 @@ std::string switch_line(const std::string& id, const switch_model& want, bool lo
 }
 
 // The agent switches model in place (its conversation stays); the config
-// follows, and the next turn is told by the adapter.
-void apply_switch(session_actor* self, switch_model want, std::optional<caf::response_promise> rp) {
+// follows, and (`announce`) the next turn is told by the adapter.
+void apply_switch(session_actor* self, switch_model want, bool announce, switch_done done) {
   auto& st = self->state;
   auto agent = st.agent;
-  std::string args = protocol::object_writer{}.str("model", want.model).str("provider", want.provider).finish();
+  std::string args = protocol::object_writer{}
+                       .str("model", want.model)
+                       .str("provider", want.provider)
+                       .boolean("announce", announce)
+                       .finish();
   blocking_call(self,
                 [agent, args]() -> call_outcome {
                   try {
@@ -458,13 +482,11 @@ void apply_switch(session_actor* self, switch_model want, std::optional<caf::res
                   }
                 })
     .then(
-      [=](bool ok, std::string& payload, std::string& message) mutable {
+      [=](bool ok, std::string& payload, std::string& message) {
         auto& st = self->state;
         if (!ok) {
           log_switch_failure(st.id, message);
-          if (rp)
-            rp->deliver(error_line(payload, message));
-          return;
+          return done(self, false, payload, message);
         }
         auto got = json::parse(payload, nullptr, false);
         auto text = [&](const char* key) {
@@ -479,13 +501,9 @@ void apply_switch(session_actor* self, switch_model want, std::optional<caf::res
           st.config = protocol::dumps(doc);
         }
         persist(self);
-        if (rp)
-          rp->deliver(switch_line(st.id, switch_model{st.model, st.provider}, true, true));
+        done(self, true, "", "");
       },
-      [=](caf::error& err) mutable {
-        if (rp)
-          rp->deliver(error_line("RuntimeError", caf::to_string(err)));
-      });
+      [=](caf::error& err) { done(self, false, "RuntimeError", caf::to_string(err)); });
 }
 
 void on_switch_model(session_actor* self, switch_model want, caf::response_promise rp) {
@@ -496,7 +514,12 @@ void on_switch_model(session_actor* self, switch_model want, caf::response_promi
     st.pending_switch = want;
     return rp.deliver(switch_line(st.id, want, true, false, "session_running", true));
   }
-  apply_switch(self, std::move(want), rp);
+  apply_switch(self, std::move(want), true,
+               [rp](session_actor* self, bool ok, const std::string& type, const std::string& message) mutable {
+                 auto& st = self->state;
+                 rp.deliver(ok ? switch_line(st.id, switch_model{st.model, st.provider}, true, true)
+                               : error_line(type, message));
+               });
 }
 
 // The estimate runs beside a live turn (it only reads the agent); a session

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -217,8 +216,8 @@ def _goal_command(session_id: str, arg: str) -> dict[str, Any]:
         return {**out, "action": "goal_status", "message": mgr.status_line()}
     if word == "pause":
         state = mgr.pause(reason="user-paused")
-        return {**out, "action": "pause", "clear_goal_continuations": True,
-                "message": f"⏸ Goal paused: {state.goal}" if state else "No goal set."}
+        return {**out, "action": "pause", "message": f"⏸ Goal paused: {state.goal}" if state else "No goal set.",
+                "clear_goal_continuations": True}
     if word == "resume":
         state = mgr.resume()
         return {**out, "action": "resume",
@@ -228,16 +227,17 @@ def _goal_command(session_id: str, arg: str) -> dict[str, Any]:
     if word in ("clear", "stop", "done"):
         had = mgr.has_goal()
         mgr.clear()
-        return {**out, "action": "clear", "clear_goal_continuations": True,
-                "message": "✓ Goal cleared." if had else "No active goal."}
+        return {**out, "action": "clear", "message": "✓ Goal cleared." if had else "No active goal.",
+                "clear_goal_continuations": True}
     try:
         state = mgr.set(text)
     except ValueError as exc:
         return {**out, "action": "set", "message": f"Invalid goal: {exc}"}
-    return {**out, "action": "set", "kickoff_prompt": state.goal, "max_turns": state.max_turns,
+    return {**out, "action": "set",
             "message": (f"⊙ Goal set ({state.max_turns}-turn budget): {state.goal}\n"
                         "After each turn, a judge model will check if the goal is done. "
-                        "Hermes keeps working until it is, you pause/clear it, or the budget is exhausted.")}
+                        "Hermes keeps working until it is, you pause/clear it, or the budget is exhausted."),
+            "kickoff_prompt": state.goal, "max_turns": state.max_turns}
 
 
 def _subgoal_command(session_id: str, arg: str) -> dict[str, Any]:

@@ -32,7 +32,8 @@ STUDIO_PING_KEYS = ("mode", "broker", "workers", "worker_details", "active_sessi
 STUDIO_LIST_KEYS = ("profile", "worker_key")
 SEED_TERMINAL_TIMEOUT_MS, STUDIO_TERMINAL_TIMEOUT_MS = 60_000, 120_000
 TIME_KEYS = {"time", "started_at", "ended_at", "created_at", "last_used_at"}
-ID_KEYS = {"run_id", "current_run_id", "approval_id", "request_id", "session_id", "requested_session_id"}
+ID_KEYS = {"run_id", "current_run_id", "approval_id", "request_id", "session_id", "requested_session_id",
+           "clarify_id"}
 HEX32 = re.compile(r"[0-9a-f]{32}")
 RAW_TIME = re.compile(r'("(?:time|started_at|ended_at|created_at|last_used_at)": )(-?[0-9][0-9.eE+-]*)')
 SEED_GATEWAY_TIMEOUT_MS = 300_000
@@ -43,13 +44,27 @@ def python_dumps(raw: bytes) -> bytes:
     return (json.dumps(json.loads(raw), ensure_ascii=False) + "\n").encode()
 
 
-def is_extra(event: Any) -> bool:
-    return isinstance(event, dict) and event.get("event") in EXTRA_EVENTS
+# Compared with Hermes Studio's bridge instead, ours has fewer extras: Studio
+# emits stream.delta, turn.boundary, bridge.context.ready and titles too.
+STUDIO_VIEW_EXTRAS = {"step",  # the seed defined it; Studio's bridge never registers the callback
+                      "clarify.resolved"}  # Studio's UI makes up its own; ours logs the answer
+# Events whose place depends on a race in Studio's bridge: hermes titles a
+# session on a thread of its own, and Studio's bridge logs the title
+# whenever it comes (mostly after `done`); ours logs it before `done` when it
+# comes quickly (asserted in test_studio_protocol).
+TIMING_EVENTS = {"session.title.updated"}
+# Studio's session config counts MCP tools at construction and copies the
+# last bridge.context.ready into it; ours has that event in the run only.
+STUDIO_CONFIG_ONLY = ("mcp_tool_count", "active_mcp_tool_count", "context_info")
 
 
-def seed_visible_count(full_events: list[dict], cursor: int) -> int:
+def is_extra(event: Any, extras: set = EXTRA_EVENTS) -> bool:
+    return isinstance(event, dict) and event.get("event") in extras
+
+
+def seed_visible_count(full_events: list[dict], cursor: int, extras: set = EXTRA_EVENTS) -> int:
     """How many events the seed would have logged among ours' first `cursor` events."""
-    return sum(1 for e in full_events[:max(0, cursor)] if not is_extra(e))
+    return sum(1 for e in full_events[:max(0, cursor)] if not is_extra(e, extras))
 
 
 def ours_position(full_events: list[dict], seed_cursor: int) -> int:
@@ -110,17 +125,51 @@ def mask_raw(raw: bytes, ids: IdMap) -> str:
     return ids.sub(text)
 
 
-def filter_extras(obj: Any, full_events: dict[str, list]) -> Any:
+def filter_extras(obj: Any, full_events: dict[str, list], extras: set = EXTRA_EVENTS) -> Any:
     """Ours -> the seed's view: drop stream.delta / turn.boundary / step and
     translate event_cursor values into the seed's numbering."""
     if isinstance(obj, list):
-        return [filter_extras(v, full_events) for v in obj if not is_extra(v)]
+        return [filter_extras(v, full_events, extras) for v in obj if not is_extra(v, extras)]
     if not isinstance(obj, dict):
         return obj
-    out = {k: filter_extras(v, full_events) for k, v in obj.items()}
+    out = {k: filter_extras(v, full_events, extras) for k, v in obj.items()}
     run_events = full_events.get(obj.get("run_id"))
     if "event_cursor" in out and run_events is not None and isinstance(out["event_cursor"], int):
-        out["event_cursor"] = seed_visible_count(run_events, out["event_cursor"])
+        out["event_cursor"] = seed_visible_count(run_events, out["event_cursor"], extras)
+    return out
+
+
+# What differs between two processes by nature (Studio's worker pid, its
+# endpoint) and ours' config key of its own (the sticky workspace).
+PROCESS_KEYS = ("pid", "endpoint", "hermes_home", "agent_root")
+
+
+def studio_view(obj: Any, kind: str) -> Any:
+    """Both bridges as compared with Hermes Studio's: error_type left out
+    (Studio's broker drops it for everything a worker raised; ours always
+    sends it, the seed's floor), ping's agent_root (Studio's broker has
+    none) and the config fields only Studio's keeps."""
+    if isinstance(obj, list):
+        return [studio_view(v, kind) for v in obj]
+    if not isinstance(obj, dict):
+        return obj
+    out = {k: studio_view(v, kind) for k, v in obj.items()}
+    if out.get("ok") is False:
+        out.pop("error_type", None)
+    if out.get("pong") is True:
+        out.pop("agent_root", None)
+    if kind == "studio" and isinstance(out.get("config"), dict):
+        for key in STUDIO_CONFIG_ONLY:
+            out["config"].pop(key, None)
+    if kind == "ours" and isinstance(out.get("config"), dict):
+        out["config"].pop("workspace", None)  # ours keeps the session's workspace; Studio keeps none
+    if "worker_profile" in out or "broker" in out:  # worker_ping, ping: process facts
+        for key in PROCESS_KEYS:
+            if key in out:
+                out[key] = "<process>"
+        for key in ("broker", "workers", "worker_details"):  # ours has no worker processes (yet)
+            if key in out:
+                out[key] = "<process>"
     return out
 
 
@@ -257,9 +306,9 @@ class Record:
 class Trace:
     """One bridge's run of a scenario: its responses and the ids it made up."""
 
-    def __init__(self, kind: str, bridge: Bridge, config: dict) -> None:
-        self.kind, self.bridge = kind, bridge
-        self.gateway_timeout_ms = (SEED_GATEWAY_TIMEOUT_MS if kind == "seed"
+    def __init__(self, kind: str, bridge: Bridge, config: dict, view: str = "seed") -> None:
+        self.kind, self.bridge, self.view = kind, bridge, view  # view: the oracle ours is compared with
+        self.gateway_timeout_ms = (SEED_GATEWAY_TIMEOUT_MS if kind in ("seed", "studio")
                                    else int(config["approvals"]["timeout"] * 1000))
         self.refs: dict[str, list] = {"run": [], "approval": [], "request": []}
         self.records: list[Record] = []
@@ -282,14 +331,18 @@ class Trace:
         ids, raw_ids = IdMap(), IdMap()
         for rec in self.records:
             resp = copy.deepcopy(rec.resp)
-            if self.kind == "ours":
+            if self.view == "studio":
+                extras = STUDIO_VIEW_EXTRAS | TIMING_EVENTS if self.kind == "ours" else TIMING_EVENTS
+                resp = studio_view(filter_extras(resp, self.full_events, extras), self.kind)
+            elif self.kind == "ours":
                 resp = without_studio_fields(filter_extras(resp, self.full_events))
             resp = mask_traceback(mask_gateway_timeout(resp, self.gateway_timeout_ms))
             rec.norm = mask(resp, ids)
             if rec.compare_raw and rec.raw is not None:
                 raw = rec.raw
-                if self.kind == "ours":  # Studio's fields out, the bytes otherwise as sent
-                    stripped = without_studio_fields(json.loads(raw))
+                if self.kind == "ours" or self.view == "studio":  # the bytes as sent, minus the view's fields
+                    view = (lambda o: studio_view(o, self.kind)) if self.view == "studio" else without_studio_fields
+                    stripped = view(json.loads(raw))
                     if stripped != json.loads(raw):
                         raw = python_dumps(json.dumps(stripped, ensure_ascii=False).encode())
                 rec.raw_norm = mask_raw(raw, raw_ids)
@@ -423,6 +476,19 @@ class AnswerCompression:
         t.record(self.label, resp, raw, True, self.expect)
 
 
+class AnswerClarify:
+    """Waits for clarify.requested in RUN(n) and answers it."""
+
+    def __init__(self, label: str, run: Ref, response: Any, expect: dict | None = None) -> None:
+        self.label, self.run, self.response, self.expect = label, run, response, expect
+
+    def execute(self, t: Trace) -> None:
+        ev = t.bridge.wait_event(self.run.resolve(t), "clarify.requested", timeout=10)
+        resp, raw = t.request({"action": "clarify_respond", "clarify_id": ev["clarify_id"],
+                               "response": self.response})
+        t.record(self.label, resp, raw, True, self.expect)
+
+
 class WaitEvent:
     """Polls RUN(n) until it has logged an event of that name (nothing recorded)."""
 
@@ -455,10 +521,10 @@ def flatten(steps: list) -> list:
     return out
 
 
-def run_scenario(kind: str, steps: list, config: dict | None = None) -> Trace:
+def run_scenario(kind: str, steps: list, config: dict | None = None, view: str = "seed") -> Trace:
     config = config or DEFAULT_CONFIG
     with Bridge(kind=kind, config=config) as bridge:
-        trace = Trace(kind, bridge, config)
+        trace = Trace(kind, bridge, config, view)
         for step in flatten(steps):
             step.execute(trace)
     trace.normalise()
@@ -467,6 +533,12 @@ def run_scenario(kind: str, steps: list, config: dict | None = None) -> Trace:
 
 def run_both(steps: list, config: dict | None = None) -> tuple[Trace, Trace]:
     return run_scenario("seed", steps, config), run_scenario("ours", steps, config)
+
+
+def run_with_studio(steps: list, config: dict | None = None) -> tuple[Trace, Trace]:
+    """Hermes Studio's own bridge and ours, each seen as compared with Studio's."""
+    return (run_scenario("studio", steps, config, view="studio"),
+            run_scenario("ours", steps, config, view="studio"))
 
 
 @contextlib.contextmanager

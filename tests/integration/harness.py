@@ -37,6 +37,19 @@ def seed_script() -> Path:
     return path
 
 
+def studio_script() -> Path:
+    """Hermes Studio's own Python bridge (its hermes_bridge.py), from a snapshot
+    that scripts/studio-oracle extracts from a fetched mirror."""
+    env = os.environ.get("HERMES_STUDIO_BRIDGE")
+    if not env:
+        raise unittest.SkipTest("Hermes Studio's bridge is not available: set HERMES_STUDIO_BRIDGE to its "
+                                "hermes_bridge.py (scripts/studio-oracle prints the path)")
+    path = Path(env)
+    if not path.exists():
+        raise unittest.SkipTest(f"HERMES_STUDIO_BRIDGE names {path}, which does not exist")
+    return path
+
+
 DEFAULT_CONFIG = {"model": {"default": "fake-model", "provider": "fake"}, "approvals": {"timeout": 3}}
 
 
@@ -66,6 +79,8 @@ class Bridge:
                   "--hermes-home", str(self.home)]
         if self.kind == "seed":
             return [PYTHON, str(seed_script())] + common
+        if self.kind == "studio":
+            return [PYTHON, str(studio_script())] + common
         return [str(bridge_binary())] + common + self.args
 
     def start(self, timeout: float = 30.0) -> "Bridge":
