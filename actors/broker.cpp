@@ -377,9 +377,13 @@ caf::behavior broker_behavior(broker_actor* self, int listen_fd,
   auto& st = self->state;
   st.settings = std::move(settings);
   st.links = std::move(links);
-  for (const auto& row : *dormant)
+  for (const auto& row : *dormant) {
     st.sessions.emplace(row.session_id,
                         spawn_dormant_session(self->system(), row, links_for_sessions(self)));
+    auto config = json::parse(row.config, nullptr, false);
+    std::string profile = config.is_object() ? config.value("profile", "") : "";
+    st.activity[row.session_id] = {profile.empty() ? "default" : profile, false};
+  }
   st.acceptor = listen_on_fd(self, listen_fd);
   self->send(st.links.writer, watch_atom::value); // commits are reported back for pushes
   self->delayed_send(self, st.settings->gc_interval, tick_atom::value);

@@ -117,6 +117,18 @@ std::string replay_renderer::event(const std::string& body, double at) {
   // assistant's text once more after each message (clients ignore both).
   if (name == "step" || name == "reasoning.available")
     return {};
+  // What the agent's fixed context costs (Hermes Studio sizes its meter with it).
+  if (name == "bridge.context.ready")
+    return block(dim, "[context] " + field_text(ev, "fixed_context_tokens") + " tokens before any message, " +
+                        field_text(ev, "tool_count") + " tools");
+  if (name == "session.title.updated")
+    return block(dim, "[title] " + field_text(ev, "title"));
+  if (name == "clarify.requested")
+    return block(ask_sgr, "[question] " + field_text(ev, "question"));
+  if (name == "clarify.resolved") {
+    std::string reason = field_text(ev, "reason");
+    return block(ask_sgr, "[answered] " + (reason.empty() ? field_text(ev, "response") : "(" + reason + ")"));
+  }
   if (name == "status") {
     std::string t = field_text(ev, "text");
     return block(dim, "[status " + field_text(ev, "kind") + "]" + (t.empty() ? "" : " " + t));

@@ -204,14 +204,19 @@ class ActionsOverIpc(unittest.TestCase):
         self.bridge.wait_done(run["run_id"])
         self.assertFalse(self.req(action="status", session_id="live")["running"])
 
-    def test_config_change_recreates_an_idle_session(self):
+    def test_a_new_profile_recreates_an_idle_session_a_new_model_switches_it(self):
         self.req(action="chat", session_id="switch", message="a", wait=True)
         before = self.req(action="status", session_id="switch")
         reply = self.req(action="chat", session_id="switch", message="b", model="other-model", wait=True)
         self.assertEqual(reply["status"], "complete")
         after = self.req(action="status", session_id="switch")
         self.assertEqual(after["config"]["model"], "other-model")
-        self.assertGreater(after["created_at"], before["created_at"])
+        self.assertEqual(after["created_at"], before["created_at"])  # the same agent, switched in place
+        reply = self.req(action="chat", session_id="switch", message="c", profile="other", wait=True)
+        self.assertEqual(reply["status"], "complete")
+        again = self.req(action="status", session_id="switch")
+        self.assertEqual(again["config"]["profile"], "other")
+        self.assertGreater(again["created_at"], after["created_at"])
 
     def test_destroy_all_counts_sessions(self):
         bridge = Bridge(transport=self.transport).start()
@@ -258,7 +263,8 @@ class ActionsOverIpc(unittest.TestCase):
         self.assertLess(names.index("stream.delta"), names.index("turn.boundary"))
         self.assertLess(names.index("turn.boundary"), names.index("tool.started"))
         self.assertLess(names.index("tool.started"), names.index("tool.completed"))
-        self.assertEqual(names[-2:], ["stream.delta", "reasoning.available"])
+        # the title hermes gave the session's first exchange comes last
+        self.assertEqual(names[-3:], ["stream.delta", "reasoning.available", "session.title.updated"])
         started = events_named(reply["events"], "tool.started")[0]
         self.assertEqual(started, {"event": "tool.started", "tool_call_id": "call_1", "tool_name": "terminal",
                                    "args": {"arg": "ls -la"}})

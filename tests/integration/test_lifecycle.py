@@ -230,7 +230,7 @@ class CommandLine(unittest.TestCase):
         with Bridge() as b:
             home = b.home
         out = self.run_binary("--endpoint", f"ipc:///tmp/hb-missing-{os.getpid()}.sock", "--agent-root",
-                              "/nonexistent/agent", "--hermes-home", "/tmp/hb-missing-home",
+                              "/nonexistent/agent", "--hermes-home", f"/tmp/hb-missing-home-{os.getpid()}",
                               env={"HOME": "/nonexistent-home", "HERMES_AGENT_ROOT": ""})
         self.assertEqual(out.returncode, 1, out.stderr)
         self.assertIn("hermes-agent run_agent.py not found", out.stderr)

@@ -229,7 +229,8 @@ class LogTools(unittest.TestCase):
         self.assertIn("[approval requested] rm -rf /\n", out)
         self.assertIn("[approval answered] once at ", out)
         self.assertIn("after it was asked", out)
-        self.assertIn("done\n== complete after ", out)
+        self.assertIn("done\n[title] Title: say hi there;tool terminal ls;approve-gw\n== complete after ", out)
+        self.assertIn("[context] 69 tokens before any message, 2 tools\n", out)
         self.assertRegex(out.splitlines()[-1], r"^== complete after [0-9.]+s ==$")
 
         failed = tool("replay", self.error_run, "--db", str(self.db), "--instant", "--color", "always")
