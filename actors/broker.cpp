@@ -21,8 +21,6 @@ using protocol::object_writer;
 
 namespace {
 
-constexpr std::chrono::seconds session_reply_limit{5};
-
 // Sends a request to an actor that answers with a complete response line.
 template <class... Ts>
 void forward(broker_actor* self, const reply_to& to, const caf::actor& dest, Ts&&... xs) {
@@ -48,6 +46,26 @@ caf::actor session_actor_for(broker_actor* self, const std::string& id) {
   auto session = spawn_session(self->system(), id, links_for_sessions(self));
   st.sessions.emplace(id, session);
   return session;
+}
+
+void destroy_sessions(broker_actor* self, std::vector<caf::actor> sessions,
+                      std::function<void(int64_t destroyed)> finish) {
+  if (sessions.empty())
+    return finish(0);
+  auto left = std::make_shared<size_t>(sessions.size());
+  auto count = std::make_shared<int64_t>(0);
+  for (auto& session : sessions)
+    self->request(session, session_reply_limit, destroy_atom::value)
+      .then(
+        [=](bool existed) {
+          *count += existed ? 1 : 0;
+          if (--*left == 0)
+            finish(*count);
+        },
+        [=](caf::error&) {
+          if (--*left == 0)
+            finish(*count);
+        });
 }
 
 void forget_session_actor(broker_actor* self, const std::string& id, const caf::actor& which) {
@@ -158,28 +176,14 @@ void destroy(broker_actor* self, const reply_to& to, const json& req) {
 }
 
 void destroy_all(broker_actor* self, const reply_to& to) {
-  auto sessions = std::move(self->state.sessions);
+  std::vector<caf::actor> sessions;
+  for (auto& [id, session] : self->state.sessions)
+    sessions.push_back(session);
   self->state.sessions.clear();
   self->state.activity.clear();
-  auto left = std::make_shared<size_t>(sessions.size());
-  auto count = std::make_shared<int64_t>(0);
-  auto finish = [=] {
-    respond(self, to, object_writer{}.boolean("ok", true).integer("destroyed", *count).finish());
-  };
-  if (sessions.empty())
-    return finish();
-  for (auto& [id, session] : sessions)
-    self->request(session, session_reply_limit, destroy_atom::value)
-      .then(
-        [=](bool existed) {
-          *count += existed ? 1 : 0;
-          if (--*left == 0)
-            finish();
-        },
-        [=](caf::error&) {
-          if (--*left == 0)
-            finish();
-        });
+  destroy_sessions(self, std::move(sessions), [=](int64_t count) {
+    respond(self, to, object_writer{}.boolean("ok", true).integer("destroyed", count).finish());
+  });
 }
 
 // What an operator (or a monitor) wants to know about a daemon that has been

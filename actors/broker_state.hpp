@@ -78,6 +78,9 @@ struct watcher {
   steady_time deferred_since{};
 };
 
+// How long the broker waits for a session actor's own answer.
+constexpr std::chrono::seconds session_reply_limit{5};
+
 struct broker_state {
   std::shared_ptr<const daemon_settings> settings;
   broker_links links;
@@ -159,6 +162,9 @@ uint64_t unsent_bytes(broker_actor* self, handle h);
 const caf::actor& next_reader(broker_actor* self);
 // The session actor for `id`, spawned (as a new session) if there is none.
 caf::actor session_actor_for(broker_actor* self, const std::string& id);
+// Destroys these sessions (already out of the table); `finish` hears how many existed.
+void destroy_sessions(broker_actor* self, std::vector<caf::actor> sessions,
+                      std::function<void(int64_t destroyed)> finish);
 // Drops `which` from the session table if it is still the one for `id`.
 void forget_session_actor(broker_actor* self, const std::string& id, const caf::actor& which);
 

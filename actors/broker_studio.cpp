@@ -24,8 +24,6 @@ using protocol::object_writer;
 
 namespace {
 
-constexpr std::chrono::seconds session_reply_limit{5};
-
 const std::set<std::string> mcp_actions = {"mcp_list",          "mcp_server_add",    "mcp_server_update",
                                            "mcp_server_remove", "mcp_server_test",   "mcp_tools_list",
                                            "mcp_reload"};
@@ -179,28 +177,14 @@ void destroy_profile(broker_actor* self, const reply_to& to, const json& req) {
     if (entry.first == profile)
       if (auto it = self->state.sessions.find(id); it != self->state.sessions.end())
         doomed.emplace_back(id, it->second);
-  auto left = std::make_shared<size_t>(doomed.size());
-  auto count = std::make_shared<int64_t>(0);
-  auto finish = [=] {
-    respond(self, to,
-            object_writer{}.boolean("ok", true).str("profile", profile).integer("destroyed", *count).finish());
-  };
-  if (doomed.empty())
-    return finish();
+  std::vector<caf::actor> sessions;
   for (auto& [id, session] : doomed) {
     forget_session_actor(self, id, session);
-    self->request(session, session_reply_limit, destroy_atom::value)
-      .then(
-        [=](bool existed) {
-          *count += existed ? 1 : 0;
-          if (--*left == 0)
-            finish();
-        },
-        [=](caf::error&) {
-          if (--*left == 0)
-            finish();
-        });
+    sessions.push_back(session);
   }
+  destroy_sessions(self, std::move(sessions), [=](int64_t count) {
+    respond(self, to, object_writer{}.boolean("ok", true).str("profile", profile).integer("destroyed", count).finish());
+  });
 }
 
 void worker_ping(broker_actor* self, const reply_to& to, const json& req) {

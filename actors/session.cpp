@@ -447,6 +447,18 @@ void with_agent(session_actor* self, caf::response_promise rp, Op op, OnDone on_
 
 // -- what Hermes Studio asks besides chat -------------------------------------
 
+// A named operation on the agent (agent_host::call) on a thread of its own;
+// answers (ok, payload or error type, error message).
+auto call_agent(session_actor* self, std::string op, std::string args) {
+  return blocking_call(self, [agent = self->state.agent, op = std::move(op), args = std::move(args)]() -> call_outcome {
+    try {
+      return {true, agent->call(op, args), ""};
+    } catch (const protocol::wire_error& e) {
+      return {false, e.type, e.what()};
+    }
+  });
+}
+
 void log_switch_failure(const std::string& id, const std::string& why) {
   log_event(log_level::warn, "session.model_switch_failed", why, {{"session", id}});
 }
@@ -466,21 +478,12 @@ std::string switch_line(const std::string& id, const switch_model& want, bool lo
 // The agent switches model in place (its conversation stays); the config
 // follows, and (`announce`) the next turn is told by the adapter.
 void apply_switch(session_actor* self, switch_model want, bool announce, switch_done done) {
-  auto& st = self->state;
-  auto agent = st.agent;
   std::string args = protocol::object_writer{}
                        .str("model", want.model)
                        .str("provider", want.provider)
                        .boolean("announce", announce)
                        .finish();
-  blocking_call(self,
-                [agent, args]() -> call_outcome {
-                  try {
-                    return {true, agent->call("switch_model", args), ""};
-                  } catch (const protocol::wire_error& e) {
-                    return {false, e.type, e.what()};
-                  }
-                })
+  call_agent(self, "switch_model", std::move(args))
     .then(
       [=](bool ok, std::string& payload, std::string& message) {
         auto& st = self->state;
@@ -530,21 +533,13 @@ void on_estimate(session_actor* self, estimate_context msg, caf::response_promis
     auto& st = self->state;
     st.busy = !st.run_id.empty();
     persist(self);
-    auto agent = st.agent;
     json base;
     base["ok"] = true;
     base["session_id"] = st.id;
     base["profile"] = st.profile.empty() ? "default" : st.profile;
     base["model"] = st.model;
     base["provider"] = st.provider.empty() ? json() : json(st.provider);
-    blocking_call(self,
-                  [agent, args]() -> call_outcome {
-                    try {
-                      return {true, agent->call("context_estimate", args), ""};
-                    } catch (const protocol::wire_error& e) {
-                      return {false, e.type, e.what()};
-                    }
-                  })
+    call_agent(self, "context_estimate", args)
       .then(
         [=](bool ok, std::string& payload, std::string& message) mutable {
           if (!ok)

@@ -500,13 +500,10 @@ def _mcp_list(profile: str, args: dict[str, Any]) -> dict[str, Any]:
     return {"servers": servers, "total_tools": total, "ok": True}
 
 
-def _named(args: dict[str, Any]) -> tuple[str, Any]:
-    return str(args.get("name") or "").strip(), args.get("config", {})
-
-
-def _mcp_server_add(profile: str, args: dict[str, Any]) -> dict[str, Any]:
-    mcp = _mcp()
-    name, config = _named(args)
+def _server_edit(profile: str, args: dict[str, Any]) -> tuple[str, Any, dict[str, Any]] | dict[str, Any]:
+    """(name, server config, the profile's config) for an add or an update,
+    or the answer that refuses it."""
+    name, config = str(args.get("name") or "").strip(), args.get("config", {})
     if not name or not isinstance(config, dict):
         return {"error": "name and config are required", "ok": False}
     cfg = _read_config(profile)
@@ -514,6 +511,15 @@ def _mcp_server_add(profile: str, args: dict[str, Any]) -> dict[str, Any]:
         return {"error": "config.yaml not found", "ok": False}
     if not isinstance(cfg.get("mcp_servers"), dict):
         cfg["mcp_servers"] = {}
+    return name, config, cfg
+
+
+def _mcp_server_add(profile: str, args: dict[str, Any]) -> dict[str, Any]:
+    mcp = _mcp()
+    edit = _server_edit(profile, args)
+    if isinstance(edit, dict):
+        return edit
+    name, config, cfg = edit
     if name in cfg["mcp_servers"]:
         return {"error": f"server '{name}' already exists, use update instead", "ok": False}
     cfg["mcp_servers"][name] = config
@@ -524,13 +530,11 @@ def _mcp_server_add(profile: str, args: dict[str, Any]) -> dict[str, Any]:
 
 def _mcp_server_update(profile: str, args: dict[str, Any]) -> dict[str, Any]:
     mcp = _mcp()
-    name, config = _named(args)
-    if not name or not isinstance(config, dict):
-        return {"error": "name and config are required", "ok": False}
-    cfg = _read_config(profile)
-    if not cfg:
-        return {"error": "config.yaml not found", "ok": False}
-    if not isinstance(cfg.get("mcp_servers"), dict) or name not in cfg["mcp_servers"]:
+    edit = _server_edit(profile, args)
+    if isinstance(edit, dict):
+        return edit
+    name, config, cfg = edit
+    if name not in cfg["mcp_servers"]:
         return {"error": f"server '{name}' not found in config", "ok": False}
     cfg["mcp_servers"][name] = config
     _write_config(profile, cfg)

@@ -261,6 +261,17 @@ class Bridge:
             return []
 
 
+def wait_for(predicate, timeout: float = 10.0, what: str = "condition"):
+    """predicate()'s first truthy value, polled; fails after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
 def sanitized_build() -> bool:
     """True for an AddressSanitizer build (HB_SANITIZE=1, or a binary built
     with -DHB_SANITIZE=ON): its allocator keeps freed memory in quarantine,

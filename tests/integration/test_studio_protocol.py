@@ -12,25 +12,13 @@ Run: cd tests/integration && /usr/bin/python3 -m unittest -v test_studio_protoco
 from __future__ import annotations
 
 import json
-import os
-import sqlite3
+import shutil
 import tempfile
-import threading
 import time
 import unittest
 from pathlib import Path
 
-from harness import DEFAULT_CONFIG, Bridge, events_named
-
-
-def wait_for(predicate, timeout: float = 10.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
+from harness import DEFAULT_CONFIG, Bridge, events_named, wait_for
 
 
 class StudioTest(unittest.TestCase):
@@ -42,7 +30,7 @@ class StudioTest(unittest.TestCase):
         self.bridge = Bridge(config=self.config, env=self.env).start()
         self.addCleanup(self.bridge.stop)
         self.tmp = Path(tempfile.mkdtemp(prefix="hb-studio-ws-"))
-        self.addCleanup(lambda: __import__("shutil").rmtree(self.tmp, ignore_errors=True))
+        self.addCleanup(shutil.rmtree, self.tmp, True)
 
     def req(self, **fields):
         return self.bridge.request(fields)

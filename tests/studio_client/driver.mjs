@@ -104,8 +104,8 @@ async function consume(client, runId, { onEvent, onChunk } = {}) {
   return { last, chunks, events, text, deltaText }
 }
 
-async function runChat(client, sessionId, message, { history, instructions, options = {}, onEvent, onChunk } = {}) {
-  const started = await client.chat(sessionId, message, history, instructions, PROFILE, options)
+async function runChat(client, sessionId, message, { history, instructions, options = {}, onEvent, onChunk, profile = PROFILE } = {}) {
+  const started = await client.chat(sessionId, message, history, instructions, profile, options)
   ok(typeof started.run_id === 'string' && started.run_id, 'chat answers a run_id', started)
   eq(started.session_id, sessionId, 'chat session_id')
   const out = await consume(client, started.run_id, { onEvent, onChunk })
@@ -201,6 +201,24 @@ flow('tools', async () => {
   ok(String(output).includes('ran terminal: ls -la'), 'tool output reaches the UI', completed[0])
   const order = run.events.map(e => e.event)
   ok(order.indexOf('tool.started') < order.indexOf('tool.completed'), 'started before completed', order)
+  ok(order.includes('turn.boundary') && order.indexOf('turn.boundary') < order.indexOf('tool.started'), 'turn.boundary before the tool (the UI flushes text there)', order)
+})
+
+flow('progress_events', async () => {
+  const s = sid('progress')
+  const run = await runChat(client, s, 'script:status lifecycle Retrying in 3.0s (attempt 1/3)...;reason pondering deeply;think spinner text;say ok')
+  expectComplete(run, 'ok', 'progress events')
+  const status = named(run.events, 'status')
+  eq(status.map(e => [e.kind, e.text]), [['lifecycle', 'Retrying in 3.0s (attempt 1/3)...']], 'status event (agent.event in the UI)')
+  eq(named(run.events, 'reasoning.delta').map(e => e.text), ['pondering deeply'], 'reasoning.delta')
+  eq(named(run.events, 'thinking.delta').map(e => e.text), [''], 'thinking.delta carries no text')
+  const ready = run.events[0]
+  eq(ready.event, 'bridge.context.ready', 'first event')
+  for (const key of ['fixed_context_tokens', 'system_prompt_tokens', 'tool_count', 'system_prompt_chars']) {
+    ok(typeof ready[key] === 'number', `bridge.context.ready.${key} (the UI caches the fixed context)`, ready)
+  }
+  eq(ready.session_id, s, 'bridge.context.ready session_id')
+  eq(ready.profile, PROFILE, 'bridge.context.ready profile')
 })
 
 async function approvalRun(kind, choice) {
@@ -238,6 +256,28 @@ flow('approvals', async () => {
   await approvalRun('gw', 'deny')
   await approvalRun('cli', 'once')
   await approvalRun('cli', 'deny')
+})
+
+flow('approvals_two_cards', async () => {
+  // two gateway prompts of one session pending at once; the user answers the
+  // second card first: each answer must reach its own command
+  const s = sid('approve-pair')
+  const pending = []
+  const replies = []
+  const run = await runChat(client, s, 'script:danger-pair rm -rf /a|rm -rf /b', {
+    onEvent: async (ev) => {
+      if (ev.event !== 'approval.requested') return
+      pending.push(ev)
+      if (pending.length < 2) return
+      const byCmd = Object.fromEntries(pending.map(p => [p.command, p]))
+      replies.push(await client.approvalRespond(String(byCmd['rm -rf /b'].approval_id), 'deny'))
+      replies.push(await client.approvalRespond(String(byCmd['rm -rf /a'].approval_id), 'once'))
+    },
+  })
+  eq(pending.map(p => p.command).sort(), ['rm -rf /a', 'rm -rf /b'], 'two approval.requested')
+  ok(pending[0].approval_id !== pending[1].approval_id, 'distinct approval ids', pending)
+  eq(replies.map(r => [r.resolved, r.choice]), [[true, 'deny'], [true, 'once']], 'both answers resolved')
+  expectComplete(run, 'pair=rm -rf /a:once,rm -rf /b:deny ', 'each answer reached its own command')
 })
 
 flow('compression', async () => {
@@ -299,7 +339,7 @@ async function summarize(profile, text) {
     const result = await bridge.request({
       action: 'chat',
       session_id: sessionId,
-      message: `script:sleep 300;say ${text}`,
+      message: `script:sleep 1500;say ${text}`,
       conversation_history: [{ role: 'user', content: 'summarize this conversation' }],
       profile,
       worker_key: workerKey,
@@ -337,7 +377,7 @@ flow('compression_summarizer', async () => {
   })
   ok(summary, 'the compression request was answered')
   eq(summary.output, 'SUMMARY-OK', 'summarizer output')
-  ok(pingMs < 300, 'ping answered while a chat with wait is pending', pingMs)
+  ok(pingMs < 1000, 'ping answered while a chat with wait (1.5 s) is pending', pingMs)
   eq(named(run.events, 'bridge.compression.completed').length, 1, 'compression completed')
   expectComplete(run, 'beforecompressed 1 system=None after', 'compression with the summarizer')
 }, 45000)
@@ -705,6 +745,27 @@ flow('reload_skills', async () => {
   ok([...result.added.map(a => a.name), ...(result.unchanged || [])].includes('demo-skill'), 'the demo skill is known', result)
   const skill = await client.command(s, '/demo-skill do it', PROFILE)
   eq([skill.handled, skill.type], [true, 'skill'], '/<skill> command')
+})
+
+flow('profiles', async () => {
+  // a named profile (HERMES_HOME/profiles/work, its own config.yaml and state.db)
+  const work = sid('prof-work')
+  const dflt = sid('prof-default')
+  expectComplete(await runChat(client, dflt, 'script:model'), 'model=fake-model ', 'default profile model')
+  const run = await runChat(client, work, 'script:model', { profile: 'work' })
+  expectComplete(run, 'model=work-model ', "the work profile's config.yaml model")
+  eq(run.events[0].profile, 'work', 'bridge.context.ready profile')
+  const st = await client.statusIfLoaded(work, 'work', { timeoutMs: 1000 })
+  eq([st.exists, st.config?.profile], [true, 'work'], 'status_if_loaded in the work profile')
+  const title = await waitFor(async () => (await client.getSessionTitle(work, 'work', { timeoutMs: 2000 })).title, 10000, 'the work session title')
+  ok(String(title).startsWith('Title: '), 'title from the work profile state.db', title)
+  const quick = new AgentBridgeClient({ timeoutMs: 5000, connectRetryMs: 0 })
+  const reply = await quick.destroyProfile('work')
+  eq([reply.profile, reply.destroyed], ['work', 1], 'destroy_profile work')
+  const gone = await client.statusIfLoaded(work, 'work', { timeoutMs: 1000 })
+  ok(gone.exists !== true, 'the work session is gone', gone)
+  const kept = await client.statusIfLoaded(dflt, PROFILE, { timeoutMs: 1000 })
+  eq(kept.exists, true, 'the default-profile session survives')
 })
 
 flow('destroy_profile', async () => {

@@ -20,6 +20,8 @@ Environment:
   STUDIO_CLIENT_NPM     esbuild cache dir (default ~/.cache/hermes-bridge/npm)
   STUDIO_CLIENT_FLOWS   comma list: run only these flows
   STUDIO_CLIENT_KEEP=1  keep the temporary directory (logs: studio.log, agent.log)
+  STUDIO_CLIENT_AGAINST=python  calibration: run the same flows against Studio's
+                        own Python bridge (from the mirror) instead of the daemon
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ REV = os.environ.get("STUDIO_REV", "18618ad8")
 SUB = "packages/server/src/services/hermes/agent-bridge"
 ESBUILD_VERSION = "0.24.2"
 SKIP = 77
+GIT = "git"
+PYTHON_FILES = ("hermes_bridge.py", "bridge_broker.py", "bridge_pool.py", "bridge_runtime.py",
+                "bridge_server.py", "bridge_transport.py")
 
 
 def skip(reason: str) -> None:
@@ -56,7 +61,7 @@ def find_mirror() -> str | None:
 
 def git_show(mirror: str, path: str) -> str | None:
     try:
-        out = subprocess.run(["git", f"--git-dir={mirror}", "show", f"{REV}:{path}"],
+        out = subprocess.run([GIT, f"--git-dir={mirror}", "show", f"{REV}:{path}"],
                              capture_output=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return None
@@ -83,17 +88,29 @@ def find_esbuild(node: str) -> str | None:
     return str(binary) if binary.exists() else None
 
 
-def kill_leftovers(pids: Path, binary: str) -> None:
-    """Daemons the driver started and did not stop (e.g. it timed out)."""
-    if not pids.exists():
-        return
+def kill_leftovers(tmp: Path, binary: str) -> None:
+    """Processes this run started and that are still there: daemons the driver
+    did not stop (e.g. it timed out), and any process whose command line names
+    this run's private temporary directory (Studio's Python workers in the
+    calibration mode outlive a SIGKILLed broker for a while)."""
     real = os.path.realpath(binary)
-    for line in pids.read_text().split():
+    pids = tmp / "pids"
+    for line in (pids.read_text().split() if pids.exists() else []):
         try:
             pid = int(line)
             if os.path.realpath(f"/proc/{pid}/exe") == real:
                 os.kill(pid, 9)
         except (ValueError, OSError):
+            pass
+    marker = str(tmp).encode()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                if marker in f.read():
+                    os.kill(int(entry), 9)
+        except OSError:
             pass
 
 
@@ -101,6 +118,10 @@ def main() -> int:
     node = shutil.which("node") or ("/usr/bin/node" if os.path.exists("/usr/bin/node") else None)
     if not node:
         skip("node not found")
+    global GIT
+    GIT = shutil.which("git") or ("/usr/bin/git" if os.path.exists("/usr/bin/git") else "")
+    if not GIT:
+        skip("git not found (needed to read the mirror)")
     mirror = find_mirror()
     if not mirror or not os.path.isdir(mirror):
         skip("no mirror of EKKOLearnAI/hermes-studio (fetch github:EKKOLearnAI/hermes-studio)")
@@ -112,8 +133,9 @@ def main() -> int:
     if not esbuild:
         skip("esbuild not available (npm install esbuild failed)")
 
+    against_python = os.environ.get("STUDIO_CLIENT_AGAINST") == "python"
     binary = os.environ.get("HERMES_BRIDGE_BIN") or str(REPO / "build" / "hermes-bridge")
-    if not os.access(binary, os.X_OK):
+    if not against_python and not os.access(binary, os.X_OK):
         print(f"FAIL studio_client: daemon binary {binary} not found", flush=True)
         return 1
 
@@ -144,7 +166,16 @@ def main() -> int:
         # passes it as the first argument; hermes-bridge ignores a leading *.py.
         placeholder = dist / "agent-bridge" / "python" / "hermes_bridge.py"
         placeholder.parent.mkdir(parents=True)
-        placeholder.write_text("# placeholder: the daemon is hermes-bridge\n")
+        if against_python:
+            # Calibration: Studio's own Python bridge in the daemon's place.
+            for name in PYTHON_FILES:
+                text = git_show(mirror, f"{SUB}/python/{name}")
+                if text is None:
+                    skip(f"mirror has no {SUB}/python/{name} at {REV}")
+                (placeholder.parent / name).write_text(text, encoding="utf-8")
+            binary = "/usr/bin/python3"
+        else:
+            placeholder.write_text("# placeholder: the daemon is hermes-bridge\n")
 
         home = tmp / "home"
         home.mkdir()
@@ -155,6 +186,10 @@ def main() -> int:
                                         "fake_tools": [{"name": "lookup", "description": "look up"}]}},
         }
         (home / "config.yaml").write_text(json.dumps(config) + "\n")
+        work = home / "profiles" / "work"
+        work.mkdir(parents=True)
+        (work / "config.yaml").write_text(json.dumps({
+            "model": {"default": "work-model", "provider": "fake"}, "approvals": {"timeout": 5}}) + "\n")
         skill = home / "skills" / "demo-skill"
         skill.mkdir(parents=True)
         (skill / "SKILL.md").write_text("---\nname: demo-skill\ndescription: a demo skill\n---\nDo the demo.\n")
@@ -183,13 +218,13 @@ def main() -> int:
         except subprocess.TimeoutExpired:
             print("FAIL studio_client: driver timed out after 540 s", flush=True)
             rc = 1
-        kill_leftovers(tmp / "pids", binary)
+        kill_leftovers(tmp, binary)
         if rc != 0 and not keep:
             log = tmp / "studio.log"
             if log.exists():
                 lines = log.read_text(errors="replace").splitlines()
                 print("--- last lines of the Studio client log ---")
-                print("\n".join(lines[-15:]))
+                print("\n".join(line[:300] for line in lines[-15:]))
         return 0 if rc == 0 else 1
     finally:
         if keep:
