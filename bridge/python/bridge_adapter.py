@@ -197,14 +197,11 @@ def _title_after(session: Session, sink: Any, message: Any, result: dict[str, An
         return
     agent = session.agent
 
-    done = threading.Event()
-
     def titled(title: Any) -> None:
         cleaned = str(title or "").strip()
         if cleaned:
             sink.event(to_json({"event": "session.title.updated", "session_id": session.session_id,
                                 "title": cleaned}))
-        done.set()
 
     before = {t.ident for t in threading.enumerate()}
     with contextlib.suppress(Exception):
@@ -214,11 +211,10 @@ def _title_after(session: Session, sink: Any, message: Any, result: dict[str, An
                          main_runtime={k: getattr(agent, k, None)
                                        for k in ("model", "provider", "base_url", "api_key", "api_mode")},
                          title_callback=titled)
-    # A title that is quick (already known to the model's cache, a fast
-    # model) still makes it into the run; a slow one is not waited for.
-    started = any(t.ident not in before and t.name == "auto-title" for t in threading.enumerate())
-    if started:
-        done.wait(_title_wait_s())
+    # A title that is quick (a fast model, or none to make: the session has
+    # one) still makes it into the run; a slow one is not waited for.
+    for thread in [t for t in threading.enumerate() if t.ident not in before and t.name == "auto-title"]:
+        thread.join(_title_wait_s())
 
 
 def run_turn(session: Session, sink: Any, request_json: str) -> list:

@@ -138,6 +138,19 @@ class ChatFields(StudioTest):
                          [{"event": "moa.aggregating", "aggregator": "aggregator"}])
 
 
+class SlowTitles(StudioTest):
+    """A title that takes long is not waited for: the run ends without it and
+    get_session_title (which Studio's UI polls after `done`) has it later."""
+    env = {"FAKE_AGENT_TITLE_DELAY_MS": "1500"}
+
+    def test_the_run_does_not_wait_for_a_slow_title(self):
+        res = self.run_chat("st1", "name this chat")
+        self.assertEqual(events_named(res["events"], "session.title.updated"), [])
+        self.assertEqual(self.req(action="get_session_title", session_id="st1")["title"], "")
+        title = wait_for(lambda: self.req(action="get_session_title", session_id="st1")["title"], what="the title")
+        self.assertTrue(title.startswith("Title: name this chat"), title)
+
+
 class LegacyAgentWorkspace(StudioTest):
     """An agent older than per-session cwds (no agent.runtime_cwd, no
     register_task_env_overrides) still runs its tools in the workspace."""

@@ -20,6 +20,8 @@ Environment:
   STUDIO_CLIENT_NPM     esbuild cache dir (default ~/.cache/hermes-bridge/npm)
   STUDIO_CLIENT_FLOWS   comma list: run only these flows
   STUDIO_CLIENT_KEEP=1  keep the temporary directory (logs: studio.log, agent.log)
+  STUDIO_CLIENT_DAEMON_LOG=1  keep the daemon's stderr in daemon.log (the
+                        manager discards it; a wrapper script execs the binary)
   STUDIO_CLIENT_AGAINST=python  calibration: run the same flows against Studio's
                         own Python bridge (from the mirror) instead of the daemon
 """
@@ -194,12 +196,21 @@ def main() -> int:
         skill.mkdir(parents=True)
         (skill / "SKILL.md").write_text("---\nname: demo-skill\ndescription: a demo skill\n---\nDo the demo.\n")
 
+        if os.environ.get("STUDIO_CLIENT_DAEMON_LOG") == "1" and not against_python:
+            # Debugging aid: the manager discards the bridge's stdio; this
+            # wrapper execs the same binary (same pid) with stderr kept.
+            wrapper = tmp / "hermes-bridge-logged"
+            wrapper.write_text(f'#!/bin/sh\nexec "{binary}" "$@" 2>>"{tmp}/daemon.log"\n')
+            wrapper.chmod(0o755)
+            binary_for_manager = str(wrapper)
+        else:
+            binary_for_manager = binary
         env = dict(os.environ)
         for key in list(env):
             if key.startswith("HERMES_") and key != "HERMES_BRIDGE_BIN":
                 env.pop(key)
         env.update({
-            "HERMES_AGENT_BRIDGE_PYTHON": binary,
+            "HERMES_AGENT_BRIDGE_PYTHON": binary_for_manager,
             "HERMES_AGENT_BRIDGE_ENDPOINT": f"ipc://{tmp}/bridge.sock",
             "HERMES_HOME": str(home),
             "HERMES_AGENT_ROOT": str(REPO / "tests" / "fake_agent"),
