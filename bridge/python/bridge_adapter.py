@@ -203,7 +203,6 @@ def _title_after(session: Session, sink: Any, message: Any, result: dict[str, An
             sink.event(to_json({"event": "session.title.updated", "session_id": session.session_id,
                                 "title": cleaned}))
 
-    before = {t.ident for t in threading.enumerate()}
     with contextlib.suppress(Exception):
         maybe_auto_title(db, session.session_id, _title_text(message), final,
                          result.get("messages") if isinstance(result.get("messages"), list) else [],
@@ -212,9 +211,13 @@ def _title_after(session: Session, sink: Any, message: Any, result: dict[str, An
                                        for k in ("model", "provider", "base_url", "api_key", "api_mode")},
                          title_callback=titled)
     # A title that is quick (a fast model, or none to make: the session has
-    # one) still makes it into the run; a slow one is not waited for.
-    for thread in [t for t in threading.enumerate() if t.ident not in before and t.name == "auto-title"]:
-        thread.join(_title_wait_s())
+    # one) still makes it into the run; a slow one is not waited for. Only
+    # this turn's title thread is waited for (the one holding our callback;
+    # other sessions may be starting theirs right now).
+    for thread in threading.enumerate():
+        if getattr(thread, "_kwargs", {}).get("title_callback") is titled:
+            with contextlib.suppress(RuntimeError):
+                thread.join(_title_wait_s())
 
 
 def run_turn(session: Session, sink: Any, request_json: str) -> list:

@@ -128,6 +128,16 @@ class ChatFields(StudioTest):
         self.assertEqual(self.req(action="get_session_title", session_id="nobody", profile="default"),
                          {"ok": True, "session_id": "nobody", "title": ""})
 
+    def test_many_first_turns_at_once_all_complete_with_their_own_titles(self):
+        # Every first turn starts a title thread; a turn waits only for its own.
+        runs = {f"many{i}": self.bridge.chat(f"many{i}", f"first words {i}") for i in range(12)}
+        for sid, run in runs.items():
+            res = self.finish(run)
+            self.assertEqual((res["status"], res["error"]), ("complete", None), sid)
+        titles = {sid: self.req(action="get_session_title", session_id=sid)["title"] for sid in runs}
+        for sid, title in titles.items():
+            self.assertTrue(title.startswith(f"Title: first words {sid[4:]} "), (sid, title))
+
     def test_moa_and_thinking_events(self):
         res = self.run_chat("m1", "script:think (spinner);moa 2")
         self.assertEqual(events_named(res["events"], "thinking.delta"), [{"event": "thinking.delta", "text": ""}])

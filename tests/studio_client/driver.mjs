@@ -123,7 +123,9 @@ function uiRunFailed(chunk) {
 }
 
 function expectComplete(run, expectedText, what) {
-  eq(run.last.status, 'complete', `${what}: final status`)
+  if (run.last.status !== 'complete') {
+    throw new Check(`${what}: final status: expected "complete", got ${JSON.stringify(run.last.status)} (run ${run.last.run_id}, error ${JSON.stringify(run.last.error)}, result ${JSON.stringify(run.last.result)?.slice(0, 1200)})`)
+  }
   eq(run.last.done, true, `${what}: done`)
   eq(uiRunFailed(run.last), null, `${what}: the UI sees no failure`)
   if (expectedText !== undefined) {
@@ -489,17 +491,22 @@ flow('busy', async () => {
 flow('abort', async () => {
   const s = sid('abort')
   const started = await client.chat(s, 'script:stream 400 25;say never', undefined, undefined, PROFILE)
-  let interruptReply = null
-  let goalPause = null
+  let pending = null
   const run = await consume(client, started.run_id, {
     onChunk: async (chunk, acc) => {
-      if (interruptReply || !acc.text.includes('d5 ')) return
-      // rc/abort.ts: interrupt, then goalPause
-      interruptReply = await client.interrupt(s, 'Aborted by user', PROFILE)
-      try { goalPause = await client.goalPause(s, 'user-interrupted', PROFILE) } catch (e) { goalPause = { error: e.message } }
+      if (pending || !acc.text.includes('d5 ')) return
+      // rc/abort.ts (its own socket handler, concurrent with the polling):
+      // interrupt, then goalPause
+      pending = (async () => {
+        const reply = await client.interrupt(s, 'Aborted by user', PROFILE)
+        let pause
+        try { pause = await client.goalPause(s, 'user-interrupted', PROFILE) } catch (e) { pause = { error: e.message } }
+        return [reply, pause]
+      })()
     },
   })
-  ok(interruptReply, 'interrupt was sent')
+  ok(pending, 'interrupt was sent')
+  const [interruptReply, goalPause] = await pending
   eq([interruptReply.status, interruptReply.session_id, interruptReply.synced], ['interrupted', s, true], 'interrupt answer')
   eq(run.last.status, 'interrupted', 'the run ends interrupted')
   eq(run.last.done, true, 'done')
@@ -510,6 +517,46 @@ flow('abort', async () => {
   eq(st.running, false, 'session no longer running')
   expectComplete(await runChat(client, s, 'after abort'), 'echo: after abort', 'chat after abort')
 })
+
+async function abortWhilePrompted(kind, script, promptEvent) {
+  const s = sid(`abort-${kind}`)
+  const started = await client.chat(s, script, undefined, undefined, PROFILE)
+  let pending = null
+  const t0 = Date.now()
+  const run = await consume(client, started.run_id, {
+    onEvent: async (ev) => {
+      if (ev.event !== promptEvent || pending) return
+      // the user presses stop instead of answering (rc/abort.ts, a socket
+      // handler of its own: the run's polling goes on meanwhile)
+      pending = client.interrupt(s, 'Aborted by user', PROFILE)
+    },
+  })
+  ok(pending, `${kind}: the prompt came and interrupt was sent`)
+  const interruptReply = await pending
+  eq([interruptReply.status, interruptReply.synced], ['interrupted', true], `${kind}: interrupt answer (synced:false makes the UI show abort.timeout and destroy the session)`)
+  eq(run.last.status, 'interrupted', `${kind}: the run ends interrupted`)
+  ok(Date.now() - t0 < 5000, `${kind}: the stop took under 5 s`, Date.now() - t0)
+  expectComplete(await runChat(client, s, 'after'), 'echo: after', `${kind}: chat after the abort`)
+}
+
+flow('abort_during_approval', async () => {
+  await abortWhilePrompted('gw', 'script:approve-gw rm -rf /;say never', 'approval.requested')
+  await abortWhilePrompted('cli', 'script:approve-cli rm -rf /;say never', 'approval.requested')
+}, 40000)
+
+flow('abort_during_clarify', async () => {
+  await abortWhilePrompted('clarify', 'script:clarify Sure?|yes,no;say never', 'clarify.requested')
+}, 40000)
+
+flow('large_output', async () => {
+  const s = sid('large')
+  const run = await runChat(client, s, 'script:flood 3 64')
+  expectComplete(run, undefined, 'large output')
+  const size = 3 * 1024 * 1024
+  eq(run.text.length, size, 'streamed text length')
+  eq(run.last.output.length, size, 'final output length')
+  ok(/^f+ (f+ )*$/.test(run.text), 'flood text intact')
+}, 60000)
 
 flow('steer', async () => {
   const s = sid('steer')
@@ -567,6 +614,22 @@ flow('concurrency', async () => {
   ok(pings.every(p => p.ok), 'parallel pings')
 })
 
+flow('concurrent_first_turns', async () => {
+  // many sessions' first turns ending together: each starts hermes' title
+  // thread at the same moment (a user with several new chats at once)
+  const failures = []
+  for (let round = 0; round < 4; round++) {
+    const ids = Array.from({ length: 16 }, (_, i) => sid(`first${round}-${i}`))
+    const runs = await Promise.all(ids.map((s, i) => runChat(client, s, `new chat ${round}-${i}`)))
+    runs.forEach((run, i) => {
+      if (run.last.status !== 'complete' || run.text !== `echo: new chat ${round}-${i}`) {
+        failures.push({ run_id: run.started.run_id, status: run.last.status, error: run.last.error, text: run.text })
+      }
+    })
+  }
+  ok(failures.length === 0, `${failures.length} of 64 concurrent first turns did not complete`, failures.slice(0, 3))
+}, 60000)
+
 flow('reattach', async () => {
   const s = sid('reattach')
   const total = 40
@@ -611,6 +674,39 @@ flow('reattach', async () => {
   eq(last.status, 'complete', 'resumed run completes')
   eq(text, expected, 'resumed text is complete, nothing duplicated')
   eq(last.output, expected, 'final output')
+})
+
+flow('reattach_approval', async () => {
+  // the web process restarts while an approval card is open; the user answers
+  // it from the new process (the card comes back from Studio's replay state)
+  const s = sid('reattach-approve')
+  const started = await client.chat(s, 'script:approve-gw rm -rf /srv;say after', undefined, undefined, PROFILE)
+  let request = null
+  for await (const chunk of client.streamOutput(started.run_id)) {
+    request = (chunk.events || []).find(e => e.event === 'approval.requested')
+    if (request || chunk.done) break
+  }
+  ok(request, 'the first process saw approval.requested')
+  const client2 = new AgentBridgeClient()
+  const status = await client2.statusIfLoaded(s, PROFILE, { timeoutMs: 1000 })
+  eq([status.running, status.current_run_id], [true, started.run_id], 'status_if_loaded while the approval is pending')
+  const snapshot = await client2.getResult(started.run_id)
+  const reply = await client2.approvalRespond(String(request.approval_id), 'once')
+  eq(reply.resolved, true, 'the new process resolves the approval')
+  let last
+  let cursor = snapshot.deltas.length
+  let eventCursor = snapshot.events.length
+  let text = snapshot.output
+  for (;;) {
+    last = await client2.getOutput(started.run_id, cursor, eventCursor)
+    text += last.delta
+    cursor = last.cursor
+    eventCursor = last.event_cursor
+    if (last.done) break
+    await sleep(100)
+  }
+  eq(last.status, 'complete', 'the run completes')
+  eq(text, 'choice=once after', 'resumed text')
 })
 
 flow('context_estimate', async () => {
@@ -810,6 +906,10 @@ flow('hung_recovery', async () => {
   process.kill(pid, 'SIGSTOP')
   let readiness
   try {
+    // a group stop can lag while one thread sits in the kernel (an fsync of
+    // the event log): wait until the process is really stopped
+    const procState = () => readFileSync(`/proc/${pid}/stat`, 'utf-8').replace(/^.*\) /s, '').split(' ')[0]
+    await waitFor(() => procState() === 'T', 10000, 'the daemon to be stopped (state T)')
     readiness = await manager.ensureReady({})
   } finally {
     if (alive(pid)) { try { process.kill(pid, 'SIGCONT') } catch {} }
@@ -829,7 +929,7 @@ flow('crash_recovery', async () => {
   const started = await client.chat(s, 'script:stream 400 25', undefined, undefined, PROFILE)
   await waitFor(async () => (await client.getOutput(started.run_id, 0, 0)).cursor >= 5, 5000, 'output before the crash')
   process.kill(pid, 'SIGKILL')
-  await waitFor(() => !alive(pid) || readFileSync(`/proc/${pid}/stat`, 'utf-8').split(' ')[2] === 'Z', 5000, 'the daemon to die')
+  await waitFor(() => !alive(pid) || readFileSync(`/proc/${pid}/stat`, 'utf-8').replace(/^.*\) /s, '').split(' ')[0] === 'Z', 5000, 'the daemon to die')
   // the manager's exit handler schedules a restart (1000 ms)
   let how = 'auto-restart'
   try {
