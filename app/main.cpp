@@ -252,7 +252,7 @@ int main(int argc, char** argv) {
     ->envname("HERMES_BRIDGE_HARNESS")
     ->check(CLI::IsMember({"embedded", "native"}))
     ->capture_default_str();
-  serve->add_option("--hermes-bin", flags.hermes_bin, "the hermes TUI that native sessions run")
+  serve->add_option("--hermes-bin", flags.hermes_bin, "the hermes TUI that native sessions run: a command line, split as a shell would (no shell runs it)")
     ->envname("HERMES_BIN")
     ->capture_default_str();
   serve->add_option("--native-dir", flags.native_dir,
