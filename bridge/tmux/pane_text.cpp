@@ -345,8 +345,12 @@ std::optional<approval_prompt> parse_approval_prompt(const std::string& pane) {
     std::string l = lower(lines[i]);
     if (l.find("choice [o/") != std::string::npos)
       return parse_legacy(lines, i);
-    if (l.find("dangerous command") != std::string::npos && l.find("dangerous command:") == std::string::npos)
-      return parse_panel(lines, i);
+    // The panel's title; a row that merely mentions it (a description, the
+    // transcript) parses as no panel, and the search goes on upwards.
+    if (lines[i].find("Dangerous Command") != std::string::npos &&
+        l.find("dangerous command:") == std::string::npos)
+      if (auto panel = parse_panel(lines, i))
+        return panel;
   }
   return std::nullopt;
 }
