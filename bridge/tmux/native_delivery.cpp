@@ -31,6 +31,8 @@ std::string without_whitespace(const std::string& s) {
 namespace {
 
 constexpr milliseconds commit_wait{5000};
+constexpr double fresh_turn_s = 3;
+constexpr milliseconds unknown_layout_wait{5000};
 // Hermes may stamp its session a little before our clock read the launch.
 constexpr double discovery_skew_s = 10;
 
@@ -138,12 +140,37 @@ std::string native_session::impl::settle(milliseconds limit) {
 
 tui_screen native_session::impl::screen() { return read_tui_screen(tmux.capture()); }
 
+// Hermes stores a turn's user row a moment before its screen shows the turn
+// running: a fresh row that opens or continues a turn counts as running.
+bool native_session::impl::turn_just_stored() {
+  if (!pinned())
+    return false;
+  follow_children();
+  auto last = state.last_row(sessions());
+  if (!last)
+    return false;
+  bool open = last->role == "user" || last->role == "tool" || !last->tool_calls.empty();
+  double age = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() -
+               last->timestamp;
+  return open && last->timestamp > 0 && age < fresh_turn_s;
+}
+
+// Idle means the prompt seen idle twice in a row: while the TUI prints
+// above its input area it erases and redraws it, and a capture in between
+// shows no prompt at all. A screen that never shows a recognisable input
+// area (a layout we do not know) is taken as idle after a while.
 bool native_session::impl::wait_until_idle(milliseconds limit) {
   auto until = clock_type::now() + limit;
+  auto unknown_since = clock_type::now();
+  int idle = 0;
   while (true) {
     if (!tmux.alive())
       throw protocol::runtime_error(exited_message);
-    if (!screen().busy)
+    tui_screen now = screen();
+    if (now.input_found)
+      unknown_since = clock_type::now();
+    idle = now.input_found && !now.busy && !turn_just_stored() ? idle + 1 : 0;
+    if (idle >= 2 || clock_type::now() - unknown_since > unknown_layout_wait)
       return true;
     if (clock_type::now() >= until)
       return false;

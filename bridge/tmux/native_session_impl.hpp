@@ -97,6 +97,7 @@ private:
   void pin(const std::string& id);
   std::string settle(milliseconds limit);
   void clear_draft();
+  bool turn_just_stored();
   std::optional<int64_t> find_user_row(const std::string& text, int64_t baseline);
 };
 

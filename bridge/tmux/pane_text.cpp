@@ -151,7 +151,11 @@ std::string join_command_rows(const std::vector<std::string>& rows, size_t width
       out = strip(row);
       continue;
     }
-    bool cut = width > 0 && code_points(rstripped(rows[i - 1])) >= width;
+    std::string prev = rstripped(rows[i - 1]);
+    // Hermes wraps with textwrap: inside a word at the width, and after a
+    // hyphen between letters (break_on_hyphens) anywhere.
+    bool hyphen = prev.size() >= 2 && prev.back() == '-' && std::isalnum(static_cast<unsigned char>(prev[prev.size() - 2]));
+    bool cut = width > 0 && (code_points(prev) >= width || hyphen);
     bool leading_blank = !row.empty() && row.front() == ' ';
     out += (cut || leading_blank || width == 0 ? "" : " ");
     out += width == 0 ? strip(row) : row;

@@ -305,7 +305,7 @@ class NativeApprovals(NativeFixture):
                 if e.get("event") == "input" and e.get("bytes") in ("1", "2", "3", "4")]
 
     def test_a_long_command_is_shown_in_full_before_it_is_announced(self):
-        cmd = "rm -rf " + " ".join(f"/tmp/some/rather/long/path/number/{i}/of/many" for i in range(8))
+        cmd = "rm -rf " + " ".join(f"/tmp/some-rather/long-path/number/{i}/of-many" for i in range(8))
         run_id = self.chat("n-long-cmd", "danger " + cmd)["run_id"]
         asked = self.bridge.wait_event(run_id, "approval.requested", timeout=20)
         self.assertEqual(asked["command"], cmd)
