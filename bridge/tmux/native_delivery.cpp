@@ -140,8 +140,10 @@ std::string native_session::impl::settle(milliseconds limit) {
 
 tui_screen native_session::impl::screen() { return read_tui_screen(tmux.capture()); }
 
-// Hermes stores a turn's user row a moment before its screen shows the turn
-// running: a fresh row that opens or continues a turn counts as running.
+// state.db's word on it, next to the screen's: the newest row opens or
+// continues a turn (a user row, a tool call, a tool result). Only a fresh
+// one counts: a turn interrupted before any text leaves its user row last
+// for good.
 bool native_session::impl::turn_just_stored() {
   if (!pinned())
     return false;

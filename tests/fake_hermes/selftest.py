@@ -287,6 +287,19 @@ class FakeHermesTest(unittest.TestCase):
         self.keys("C-c")
         self.wait_for(lambda: self.tmux("has-session", "-t", "main").returncode != 0, "the exit")
 
+    def test_a_stuck_turn_ignores_ctrl_c(self):
+        self.start()
+        self.deliver("stuck 2")
+        self.wait_screen("⚕ ❯")
+        self.keys("C-c")
+        self.wait_screen("⚡ Interrupting agent...")
+        time.sleep(1)
+        self.assertIn("⚕ ❯", self.input_area())  # still in the turn
+        self.wait_screen("⚡ Interrupted during API call.")
+        self.assertEqual(self.brief(self.rows()), [("user", "stuck 2")])
+        self.deliver("stuck 1")  # left alone it answers
+        self.assertEqual(self.final_reply()[-1]["content"], "unstuck after 1")
+
     def test_message_while_busy_interrupts_and_starts_a_new_turn(self):
         self.start()
         self.deliver("slow 30")

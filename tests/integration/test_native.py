@@ -230,6 +230,24 @@ class NativeTurns(NativeFixture):
         self.assertEqual(self.keys_typed().count("\\x03"), 1)
         self.assertTrue(self.native_status("n-int0")["native"]["alive"])
 
+    def test_an_interrupt_the_tui_does_not_carry_out_is_reported_not_pretended(self):
+        run_id = self.chat("n-stuck", "stuck 9")["run_id"]
+        self.wait_for(lambda: "stuck 9" in self.user_rows(), what="user row")
+        time.sleep(0.5)
+        self.assertTrue(self.bridge.request({"action": "interrupt", "session_id": "n-stuck"})["ok"])
+        done = self.bridge.wait_done(run_id, timeout=20)
+        self.assertEqual(done["status"], "interrupted", done)
+        self.assertIn("did not stop the hermes turn", done["error"])
+        [stop] = events_named(done["seen_events"], "native.interrupt")
+        self.assertFalse(stop["confirmed"], stop)
+        typed = self.keys_typed()
+        self.assertEqual(typed.count("\\x03"), 2, typed)  # a second one only after the 2 s that force-exit
+        self.assertTrue(self.native_status("n-stuck")["native"]["alive"])
+        # The next chat waits for the turn the TUI is still in, then runs.
+        after = self.turn("n-stuck", "are you free?", timeout=30)
+        self.assertEqual(after["output"], "echo: are you free?")
+        self.assertEqual(self.user_rows(), ["stuck 9", "are you free?"])
+
     def test_a_chat_waits_while_the_tui_is_in_a_turn_and_mirrors_only_its_own(self):
         self.turn("n-busy", "hello")
         sock = self.native_status("n-busy")["config"]["tmux_socket"]
