@@ -106,7 +106,7 @@ class RealTui(unittest.TestCase):
         return self.bridge.request({"action": "status", "session_id": "real"})["config"]["tmux_socket"]
 
     # -- the tries, in order (one TUI) ---------------------------------------------
-    def test_1_plain_and_tool_turns(self):
+    def test_01_plain_and_tool_turns(self):
         done = self.turn("hello real tui")
         self.assertEqual((done["status"], done["output"]), ("complete", "echo: hello real tui"), done)
         done = self.turn("tool echo hi")
@@ -115,7 +115,7 @@ class RealTui(unittest.TestCase):
         self.assertEqual([e["event"] for e in done["seen_events"] if e["event"].startswith("tool.")],
                          ["tool.started", "tool.completed"])
 
-    def test_2_interrupt_stops_the_turn_and_keeps_the_partial_answer(self):
+    def test_02_interrupt_stops_the_turn_and_keeps_the_partial_answer(self):
         run_id = self.chat("slow 30")
         self.wait_for(lambda: "slow 30" in self.user_rows(), what="user row")
         time.sleep(3)
@@ -131,7 +131,7 @@ class RealTui(unittest.TestCase):
         after = self.turn("after the interrupt")
         self.assertEqual(after["output"], "echo: after the interrupt")  # nothing inherited
 
-    def test_3_a_chat_waits_for_a_turn_typed_at_the_terminal(self):
+    def test_03_a_chat_waits_for_a_turn_typed_at_the_terminal(self):
         sock = self.socket_path()
         tmux(sock, "send-keys", "-t", "main", "slow 4")
         tmux(sock, "send-keys", "-t", "main", "Enter")
@@ -140,7 +140,7 @@ class RealTui(unittest.TestCase):
         self.assertEqual(done["output"], "echo: after yours")
         self.assertIn("tick0 tick1 tick2 tick3 done", [r[2] for r in self.rows()])
 
-    def test_4_steer_carried_by_a_tool_result(self):
+    def test_04_steer_carried_by_a_tool_result(self):
         run_id = self.chat("tool sleep 4")
         self.wait_for(lambda: "tool sleep 4" in self.user_rows(), what="user row")
         time.sleep(1.5)
@@ -151,7 +151,7 @@ class RealTui(unittest.TestCase):
         self.assertIn("also print the date", done["output"])  # the model saw it with the tool result
         self.assertNotIn("also print the date", self.user_rows())
 
-    def test_5_steer_that_becomes_the_next_turn(self):
+    def test_05_steer_that_becomes_the_next_turn(self):
         run_id = self.chat("slow 3")
         self.wait_for(lambda: "slow 3" in self.user_rows(), what="user row")
         time.sleep(1)
@@ -161,7 +161,7 @@ class RealTui(unittest.TestCase):
         self.assertEqual(done["status"], "complete", done)
         self.assertEqual(done["output"], "tick0 tick1 tick2 done\n\necho: and then stop")
 
-    def test_6_a_long_paste(self):
+    def test_06_a_long_paste(self):
         message = "\n".join(f"line {i}\twith a tab" for i in range(8))
         started = time.monotonic()
         done = self.turn(message)
@@ -170,7 +170,7 @@ class RealTui(unittest.TestCase):
         self.assertEqual(done["output"], "echo: " + message)
         self.assertLess(time.monotonic() - started, 10)
 
-    def test_7_approvals_deny_and_a_long_command(self):
+    def test_07_approvals_deny_and_a_long_command(self):
         target = self.workspace / "x"
         run_id = self.chat(f"danger rm -rf {target}")
         asked = self.bridge.wait_event(run_id, "approval.requested", timeout=60)
@@ -186,6 +186,46 @@ class RealTui(unittest.TestCase):
         self.assertEqual(asked["command"], long_cmd)
         self.bridge.request({"action": "approval_respond", "approval_id": asked["approval_id"], "choice": "deny"})
         self.assertEqual(self.bridge.wait_done(run_id, timeout=60)["status"], "complete")
+
+    def test_08_approval_once_and_one_answered_at_the_terminal(self):
+        run_id = self.chat(f"danger rm -rf {self.workspace}/y")
+        asked = self.bridge.wait_event(run_id, "approval.requested", timeout=60)
+        self.bridge.request({"action": "approval_respond", "approval_id": asked["approval_id"], "choice": "once"})
+        done = self.bridge.wait_done(run_id, timeout=60)
+        self.assertNotIn("BLOCKED", done["output"])
+        self.assertIn("exit_code\": 0", done["output"])
+        run_id = self.chat(f"danger rm -rf {self.workspace}/z")
+        asked = self.bridge.wait_event(run_id, "approval.requested", timeout=60)
+        tmux(self.socket_path(), "send-keys", "-t", "main", "4")  # the person at the TUI
+        done = self.bridge.wait_done(run_id, timeout=60)
+        [resolved] = events_named(done["seen_events"], "approval.resolved")
+        self.assertEqual((resolved["choice"], resolved["reason"]), (None, "answered in the terminal"))
+        self.assertIn("BLOCKED", done["output"])
+
+    def test_09_interrupt_while_the_approval_panel_shows(self):
+        run_id = self.chat(f"danger rm -rf {self.workspace}/w")
+        self.bridge.wait_event(run_id, "approval.requested", timeout=60)
+        self.assertTrue(self.bridge.request({"action": "interrupt", "session_id": "real"})["ok"])
+        done = self.bridge.wait_done(run_id, timeout=30)
+        self.assertEqual(done["status"], "interrupted", done)
+        self.assertEqual(self.turn("still alive?")["output"], "echo: still alive?")
+
+    def test_10_a_leftover_draft_and_short_multiline_text_with_tabs(self):
+        sock = self.socket_path()
+        tmux(sock, "set-buffer", "-b", "d", "left over\nsecond row\nthird row")
+        tmux(sock, "paste-buffer", "-p", "-d", "-b", "d", "-t", "main")
+        self.wait_for(lambda: "third row" in tmux(sock, "capture-pane", "-p", "-t", "main").stdout, what="draft")
+        message = "first\tcolumn\n\tindented\nends with a backslash \\"
+        done = self.turn(message)
+        self.assertEqual(self.user_rows()[-1], message)
+        self.assertEqual(done["output"], "echo: " + message)
+
+    def test_11_a_long_single_line(self):
+        message = "word " * 450  # 2250 characters: collapsed by length
+        done = self.turn(message)
+        # Hermes strips the draft, then puts the paste's file back: its text as pasted
+        self.assertEqual(self.user_rows()[-1], message)
+        self.assertEqual(done["status"], "complete", done)
 
 
 if __name__ == "__main__":
