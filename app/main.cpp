@@ -6,6 +6,7 @@
 #include "app/access.hpp"
 #include "app/commands.hpp"
 #include "bridge/python/embedded_agent.hpp"
+#include "bridge/tmux/tmux_server.hpp"
 #include "protocol/endpoint.hpp"
 #include "protocol/json_text.hpp"
 #include "storage/log_startup.hpp"
@@ -158,6 +159,17 @@ int run_serve(const serve_flags& flags, int ready_fd) {
   hb::bridge::python_runtime::release_main_thread();
   settings.default_harness = flags.harness;
   settings.native = native_options_from(flags, home);
+  if (flags.harness == "native") {
+    // Said at start as well as on each native chat: a person starting a
+    // native daemon should learn at once what it lacks.
+    std::string tmux = hb::bridge::find_executable("tmux");
+    if (tmux.empty())
+      log_event(log_level::warn, "native.tmux_missing",
+                std::string("tmux not found on PATH: native sessions need tmux ") + hb::bridge::minimum_tmux +
+                  " or newer");
+    else if (auto problem = hb::bridge::tmux_version_problem(tmux))
+      log_event(log_level::warn, "native.tmux_unusable", *problem, {{"tmux", tmux}});
+  }
 
   int listen_fd = -1;
   bool activated = false;

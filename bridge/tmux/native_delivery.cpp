@@ -279,8 +279,10 @@ int64_t native_session::impl::deliver_confirmed(const std::string& text, int64_t
     type(text, options.settle_timeout);
     auto until = clock_type::now() + options.confirm_timeout;
     while (clock_type::now() < until) {
-      if (auto id = find_user_row(text, baseline))
+      if (auto id = find_user_row(text, baseline)) {
+        own_turn = true; // before the input is free: a steer waiting for it may go in now
         return *id;
+      }
       if (interrupt_sent || let_go)
         throw protocol::runtime_error("interrupted before hermes accepted the message");
       if (!tmux.alive())

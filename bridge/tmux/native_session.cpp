@@ -288,9 +288,10 @@ turn_outcome native_session::run_turn(const std::shared_ptr<turn_sink>& sink, co
   };
   s.turn_live = true;
   struct live_guard {
-    std::atomic<bool>& flag;
-    ~live_guard() { flag = false; }
-  } guard{s.turn_live};
+    std::atomic<bool>& live;
+    std::atomic<bool>& own;
+    ~live_guard() { live = own = false; }
+  } guard{s.turn_live, s.own_turn};
   try {
     std::string text;
     if (request.is_object() && request.contains("message"))
@@ -428,8 +429,9 @@ bool native_session::steer(const std::string& text) {
   if (!s.turn_live || flat.empty())
     return false; // idle: a paste would start a turn nobody is mirroring
   std::lock_guard<std::mutex> lock(s.input_mu);
-  // Idle at the prompt, /steer would be queued as a new turn.
-  if (!s.turn_live || !s.screen().busy)
+  // Idle at the prompt, /steer would be queued as a new turn; before our
+  // message is stored, the turn running is someone else's.
+  if (!s.own_turn || !s.screen().busy)
     return false;
   int64_t at = s.state.max_message_id();
   s.type("/steer " + flat, steer_settle);

@@ -59,6 +59,7 @@ struct native_session::impl {
   nlohmann::json history = nlohmann::json::array();
   std::atomic<bool> alive{true};
   std::atomic<bool> turn_live{false};
+  std::atomic<bool> own_turn{false};  // Hermes stored this run's message: its turn is the one running
   std::atomic<bool> interrupt_sent{false}; // the client asked for an interrupt
   std::atomic<bool> let_go{false}; // the daemon stops: stop mirroring, leave the TUI be
   std::atomic<clock_type::rep> interrupt_at{0}; // written by interrupt(), read by the turn
