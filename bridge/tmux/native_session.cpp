@@ -236,7 +236,9 @@ public:
       }
     }
     auto since = sent_ ? now - first_ : now - asked();
-    if (sent_ && screen.input_found && !screen.busy && ++idle_polls_ >= 2)
+    if (screen.busy)
+      idle_polls_ = 0;
+    else if (sent_ && screen.input_found && ++idle_polls_ >= 2)
       return state::stopped;
     if (since > s_.options.interrupt_grace)
       return state::unconfirmed;
@@ -319,6 +321,7 @@ turn_outcome native_session::run_turn(const std::shared_ptr<turn_sink>& sink, co
     std::optional<clock_type::time_point> awaiting_since;
     std::optional<std::string> failure;
     std::optional<std::string> unconfirmed;
+    bool reported = false; // native.interrupt emitted
     auto drain = [&] {
       std::vector<int64_t> steers;
       {
@@ -366,6 +369,7 @@ turn_outcome native_session::run_turn(const std::shared_ptr<turn_sink>& sink, co
         if (stop == interrupt_driver::state::stopped) {
           drain(); // a partial answer stored just before the prompt came back
           sink->event(interrupt_event(true, mirror.finished() ? "partial answer stored" : "prompt idle again"));
+          reported = true;
           break;
         }
         if (stop == interrupt_driver::state::unconfirmed) {
@@ -380,7 +384,7 @@ turn_outcome native_session::run_turn(const std::shared_ptr<turn_sink>& sink, co
       }
       std::this_thread::sleep_for(row_poll);
     }
-    if (mirror.finished() && s.interrupt_sent && stopping.sent())
+    if (!reported && !unconfirmed && mirror.finished() && s.interrupt_sent && stopping.sent())
       sink->event(interrupt_event(true, "partial answer stored"));
     {
       std::lock_guard<std::mutex> lock(s.mu);

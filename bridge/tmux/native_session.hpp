@@ -1,6 +1,6 @@
 // A native session: the real `hermes` TUI running in a private tmux server,
-// driven the way a person would (paste, Enter, Escape, the digit of an
-// approval choice), its output mirrored from Hermes' own state.db. The tmux
+// driven the way a person would (paste, Enter, Ctrl-C, /steer, the digit of
+// an approval choice), its output mirrored from Hermes' own state.db. The tmux
 // server outlives this object and the daemon; only close() ends it.
 #pragma once
 
