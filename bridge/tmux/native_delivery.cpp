@@ -198,6 +198,10 @@ bool native_session::impl::ctrl_c_if_busy() {
 void native_session::impl::clear_draft() {
   for (int round = 0; round < 4; ++round) {
     tui_screen now = screen();
+    if (!now.input_found && round < 3) { // caught mid-redraw, perhaps: look again
+      std::this_thread::sleep_for(milliseconds(100));
+      continue;
+    }
     if (!now.input_found) { // a layout we do not know: the single-line way
       tmux.send_keys({"C-a"});
       tmux.send_keys({"C-k"});

@@ -60,7 +60,7 @@ TEST_CASE("a paste collapses at 5 line breaks or 2000 characters") {
   CHECK(collapses_as_paste(std::string(2000, 'x')));
 }
 
-TEST_CASE("--hermes-bin is split as a shell would, without a shell") {
+TEST_CASE("the hermes command line (--hermes-bin) is split as a shell would, without a shell") {
   using words = std::vector<std::string>;
   CHECK(split_command_line("hermes", "/home/u") == words{"hermes"});
   CHECK(split_command_line("uv run --project ~/hermes-agent hermes", "/home/u") ==
