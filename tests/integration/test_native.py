@@ -477,6 +477,18 @@ class NativeLifecycle(NativeFixture):
         self.assertIn("no-such-hermes", out["error"])
         self.assertTrue(missing.request({"action": "ping"})["ok"])
 
+    def test_a_tmux_older_than_3_3_is_named_in_the_error(self):
+        bin_dir = self.tmp / "old-tmux"
+        bin_dir.mkdir()
+        fake_tmux = bin_dir / "tmux"
+        fake_tmux.write_text("#!/bin/sh\necho 'tmux 3.2a'\n")
+        fake_tmux.chmod(0o755)
+        old = self.start_bridge(env={"PATH": f"{bin_dir}:{os.environ['PATH']}"}, args=["--harness", "native"])
+        out = old.chat("n-old-tmux", "hi", harness="native", workspace=str(self.workspace))
+        self.assertFalse(out["ok"], out)
+        self.assertIn("tmux 3.2a is too old: native sessions need tmux 3.3 or newer", out["error"])
+        self.assertIn("event=native.tmux_unusable", old.stderr())
+
     def test_bad_harness_and_workspace_are_refused(self):
         out = self.bridge.chat("n-bad", "hi", harness="telepathy")
         self.assertEqual((out["ok"], out["error_type"]), (False, "ValueError"))
