@@ -270,6 +270,7 @@ class FakeHermesTest(unittest.TestCase):
         self.keys("C-c")
         self.wait_screen("⚡ Interrupted during API call.")
         self.assertEqual(self.brief(self.rows()), [("user", "slow 30")])  # nothing streamed yet
+        time.sleep(2.1)  # the TUI remembers the last Ctrl-C across turns
         self.deliver("slow 30")
         self.wait_screen("⚕ ❯")
         self.keys("C-c")
