@@ -6,6 +6,7 @@
 #include "app/access.hpp"
 #include "app/commands.hpp"
 #include "bridge/python/embedded_agent.hpp"
+#include "bridge/tmux/tmux_server.hpp"
 #include "protocol/endpoint.hpp"
 #include "protocol/json_text.hpp"
 #include "storage/log_startup.hpp"
@@ -159,6 +160,17 @@ int run_serve(const serve_flags& flags, int ready_fd) {
   hb::bridge::python_runtime::release_main_thread();
   settings.default_harness = flags.harness;
   settings.native = native_options_from(flags, home);
+  if (flags.harness == "native") {
+    // Said at start as well as on each native chat: a person starting a
+    // native daemon should learn at once what it lacks.
+    std::string tmux = hb::bridge::find_executable("tmux");
+    if (tmux.empty())
+      log_event(log_level::warn, "native.tmux_missing",
+                std::string("tmux not found on PATH: native sessions need tmux ") + hb::bridge::minimum_tmux +
+                  " or newer");
+    else if (auto problem = hb::bridge::tmux_version_problem(tmux))
+      log_event(log_level::warn, "native.tmux_unusable", *problem, {{"tmux", tmux}});
+  }
 
   int listen_fd = -1;
   bool activated = false;
@@ -253,7 +265,7 @@ int main(int argc, char** argv) {
     ->envname("HERMES_BRIDGE_HARNESS")
     ->check(CLI::IsMember({"embedded", "native"}))
     ->capture_default_str();
-  serve->add_option("--hermes-bin", flags.hermes_bin, "the hermes TUI that native sessions run")
+  serve->add_option("--hermes-bin", flags.hermes_bin, "the hermes TUI that native sessions run: a command line, split as a shell would (no shell runs it)")
     ->envname("HERMES_BIN")
     ->capture_default_str();
   serve->add_option("--native-dir", flags.native_dir,

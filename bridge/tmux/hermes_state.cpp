@@ -91,6 +91,18 @@ std::optional<std::string> hermes_state::newest_child(const std::string& parent)
 
 std::vector<hermes_row> hermes_state::rows_after(const std::vector<std::string>& sessions,
                                                  int64_t after_id, size_t limit) {
+  return select_rows(sessions, after_id, "id", limit);
+}
+
+std::optional<hermes_row> hermes_state::last_row(const std::vector<std::string>& sessions) {
+  auto rows = select_rows(sessions, 0, "id DESC", 1);
+  if (rows.empty())
+    return std::nullopt;
+  return rows.front();
+}
+
+std::vector<hermes_row> hermes_state::select_rows(const std::vector<std::string>& sessions, int64_t after_id,
+                                                  const std::string& order, size_t limit) {
   std::vector<hermes_row> out;
   if (sessions.empty() || !available())
     return out;
@@ -100,10 +112,11 @@ std::vector<hermes_row> hermes_state::rows_after(const std::vector<std::string>&
   std::string sql = "SELECT id, session_id, role, content, " + column_or_null("messages", "tool_calls") +
                     ", " + column_or_null("messages", "tool_call_id") + ", " +
                     column_or_null("messages", "tool_name") + ", " +
-                    column_or_null("messages", "finish_reason") +
+                    column_or_null("messages", "finish_reason") + ", " +
+                    column_or_null("messages", "timestamp") +
                     " FROM messages WHERE session_id IN (" + placeholders + ") AND id > ?" +
                     (has("messages", "active") ? " AND COALESCE(active, 1) = 1" : "") +
-                    " ORDER BY id LIMIT " + std::to_string(limit);
+                    " ORDER BY " + order + " LIMIT " + std::to_string(limit);
   SQLite::Statement q(*db_, sql);
   int at = 1;
   for (const auto& s : sessions)
@@ -119,6 +132,7 @@ std::vector<hermes_row> hermes_state::rows_after(const std::vector<std::string>&
     row.tool_call_id = text_of(q.getColumn(5));
     row.tool_name = text_of(q.getColumn(6));
     row.finish_reason = text_of(q.getColumn(7));
+    row.timestamp = q.getColumn(8).isNull() ? 0 : q.getColumn(8).getDouble();
     out.push_back(std::move(row));
   }
   return out;

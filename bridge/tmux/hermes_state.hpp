@@ -23,6 +23,7 @@ struct hermes_row {
   std::string tool_call_id;
   std::string tool_name;
   std::string finish_reason;
+  double timestamp = 0; // when Hermes stored it (seconds since the epoch; 0: unknown)
 };
 
 struct hermes_session_row {
@@ -49,7 +50,12 @@ public:
   std::vector<hermes_row> rows_after(const std::vector<std::string>& sessions, int64_t after_id,
                                      size_t limit = 500);
 
+  // The newest active row of these sessions, if any.
+  std::optional<hermes_row> last_row(const std::vector<std::string>& sessions);
+
 private:
+  std::vector<hermes_row> select_rows(const std::vector<std::string>& sessions, int64_t after_id,
+                                      const std::string& order, size_t limit);
   bool has(const std::string& table, const std::string& column) const;
   std::string column_or_null(const std::string& table, const std::string& column) const;
 

@@ -28,22 +28,20 @@ approval_watch::~approval_watch() {
     return;
   bool showing = true;
   try {
-    showing = parse_approval_prompt(s_.tmux.capture()).has_value();
+    auto prompt = parse_approval_prompt(s_.tmux.capture());
+    showing = prompt && prompt->command == asked_command_;
   } catch (const protocol::wire_error&) {
     showing = false;
   }
   settle(showing ? "run ended" : "answered in the terminal");
 }
 
-void approval_watch::poll() {
-  std::optional<approval_prompt> prompt;
-  try {
-    prompt = parse_approval_prompt(s_.tmux.capture());
-  } catch (const protocol::wire_error&) {
-    return; // the TUI is gone; the run loop notices
-  }
+void approval_watch::poll(const std::string& pane) {
+  std::optional<approval_prompt> prompt = parse_approval_prompt(pane);
   if (asking_.valid()) {
-    if (!prompt) {
+    // Gone, or another prompt in its place: the announced one was answered
+    // at the terminal, and no answer may land on the newer prompt.
+    if (!prompt || prompt->command != asked_command_) {
       settle("answered in the terminal");
       return;
     }
@@ -61,20 +59,38 @@ void approval_watch::poll() {
   if (answered_at_ && clock_type::now() - *answered_at_ < answer_echo)
     return;
   answered_at_.reset();
+  if (prompt->truncated) {
+    // The panel shows part of a long command until "Show full command" is
+    // picked; a client must see all of it before it answers.
+    auto keys = prompt->view_keys();
+    if (!keys.empty() && !s_.let_go && !viewed_) {
+      std::lock_guard<std::mutex> lock(s_.input_mu);
+      try {
+        for (const auto& key : keys)
+          s_.tmux.send_keys({key});
+      } catch (const protocol::wire_error&) {
+      }
+      viewed_ = true;
+      return; // asked on a later poll, once the whole command shows
+    }
+  }
+  viewed_ = false;
   ask(*prompt);
 }
 
 void approval_watch::ask(const approval_prompt& prompt) {
   auto offered = prompt.choices();
   nlohmann::json request;
-  request["command"] = prompt.preview;
-  request["description"] = "Hermes flagged a dangerous command. Run it?";
+  request["command"] = prompt.command;
+  request["description"] = prompt.description.empty() ? "Hermes flagged a dangerous command. Run it?"
+                                                       : prompt.description;
   request["choices"] = offered;
   request["allow_permanent"] = std::find(offered.begin(), offered.end(), "always") != offered.end();
   request["timeout_ms"] = static_cast<int64_t>(s_.options.approval_timeout_s * 1000);
   request["harness"] = "native";
   auto sink = sink_;
   double timeout = s_.options.approval_timeout_s;
+  asked_command_ = prompt.command;
   asking_ = std::async(std::launch::async, [sink, body = protocol::dumps(request), timeout] {
     return sink->ask_approval(body, timeout);
   });
@@ -86,6 +102,10 @@ void approval_watch::answer(const approval_prompt& prompt, const std::string& ch
     return;
   std::lock_guard<std::mutex> lock(s_.input_mu);
   try {
+    // The same prompt as announced, still there, right before the key.
+    auto now = parse_approval_prompt(s_.tmux.capture());
+    if (!now || now->command != asked_command_)
+      return;
     for (const auto& key : keys) // one call each: a TUI reads them as separate key presses
       s_.tmux.send_keys({key});
   } catch (const protocol::wire_error&) {

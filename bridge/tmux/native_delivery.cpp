@@ -1,6 +1,7 @@
-// Getting a message into the TUI (settle, paste, see it, one Enter) and
-// finding the state.db row it became, which also tells us which of Hermes'
-// sessions is this TUI's.
+// Getting a message into the TUI (wait until no turn runs, settle, clear the
+// draft, paste, see it, one Enter), finding the state.db row it became, which
+// also tells us which of Hermes' sessions is this TUI's, and the one key that
+// interrupts a turn (Ctrl-C).
 #include "bridge/tmux/native_session_impl.hpp"
 
 #include "protocol/wire_error.hpp"
@@ -30,6 +31,8 @@ std::string without_whitespace(const std::string& s) {
 namespace {
 
 constexpr milliseconds commit_wait{5000};
+constexpr double fresh_turn_s = 3;
+constexpr milliseconds unknown_layout_wait{5000};
 // Hermes may stamp its session a little before our clock read the launch.
 constexpr double discovery_skew_s = 10;
 
@@ -122,7 +125,9 @@ std::string native_session::impl::settle(milliseconds limit) {
   std::string last;
   int stable = 0;
   while (clock_type::now() < until) {
-    std::string pane = tmux.capture();
+    // The status bar's clocks tick every second: a pane that changes only
+    // there has settled.
+    std::string pane = settle_view(tmux.capture());
     bool blank = without_whitespace(pane).empty();
     stable = (!blank && pane == last) ? stable + 1 : 0;
     last = std::move(pane);
@@ -133,21 +138,100 @@ std::string native_session::impl::settle(milliseconds limit) {
   return last;
 }
 
-// Types `text` into the TUI's input as one bracketed paste and submits it
-// with exactly one Enter, once the paste is visibly committed (an Enter that
-// arrives first would become a newline inside the draft).
-void native_session::impl::deliver(const std::string& text, milliseconds settle_limit) {
+tui_screen native_session::impl::screen() { return read_tui_screen(tmux.capture()); }
+
+// state.db's word on it, next to the screen's: the newest row opens or
+// continues a turn (a user row, a tool call, a tool result). Only a fresh
+// one counts: a turn interrupted before any text leaves its user row last
+// for good.
+bool native_session::impl::turn_just_stored() {
+  if (!pinned())
+    return false;
+  follow_children();
+  auto last = state.last_row(sessions());
+  if (!last)
+    return false;
+  bool open = last->role == "user" || last->role == "tool" || !last->tool_calls.empty();
+  double age = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() -
+               last->timestamp;
+  return open && last->timestamp > 0 && age < fresh_turn_s;
+}
+
+// Idle means the prompt seen idle twice in a row: while the TUI prints
+// above its input area it erases and redraws it, and a capture in between
+// shows no prompt at all. A screen that never shows a recognisable input
+// area (a layout we do not know) is taken as idle after a while.
+bool native_session::impl::wait_until_idle(milliseconds limit) {
+  auto until = clock_type::now() + limit;
+  auto unknown_since = clock_type::now();
+  int idle = 0;
+  while (true) {
+    if (!tmux.alive())
+      throw protocol::runtime_error(exited_message);
+    tui_screen now = screen();
+    if (now.input_found)
+      unknown_since = clock_type::now();
+    idle = now.input_found && !now.busy && !turn_just_stored() ? idle + 1 : 0;
+    if (idle >= 2 || clock_type::now() - unknown_since > unknown_layout_wait)
+      return true;
+    if (clock_type::now() >= until)
+      return false;
+    if (interrupt_sent || let_go)
+      throw protocol::runtime_error("interrupted before hermes accepted the message");
+    std::this_thread::sleep_for(pane_poll);
+  }
+}
+
+bool native_session::impl::ctrl_c_if_busy() {
   std::lock_guard<std::mutex> lock(input_mu);
+  if (clock_type::now() - last_ctrl_c < std::chrono::milliseconds(2500))
+    return false;
+  if (!screen().busy)
+    return false;
+  tmux.send_keys({"C-c"});
+  last_ctrl_c = clock_type::now();
+  return true;
+}
+
+// prompt_toolkit's C-a and C-k work on the current line only: from the
+// draft's start (C-Home), each C-k takes a line's text, then its line break.
+void native_session::impl::clear_draft() {
+  for (int round = 0; round < 4; ++round) {
+    tui_screen now = screen();
+    if (!now.input_found && round < 3) { // caught mid-redraw, perhaps: look again
+      std::this_thread::sleep_for(milliseconds(100));
+      continue;
+    }
+    if (!now.input_found) { // a layout we do not know: the single-line way
+      tmux.send_keys({"C-a"});
+      tmux.send_keys({"C-k"});
+      return;
+    }
+    if (now.draft_lines == 0)
+      return;
+    std::vector<std::string> keys{"C-Home"};
+    keys.insert(keys.end(), static_cast<size_t>(std::min(2 * now.draft_lines + 1, 400)), "C-k");
+    tmux.send_keys(keys);
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+}
+
+// Types `text` into the TUI's input as one bracketed paste and submits it
+// with exactly one Enter, once the paste is visibly in the draft (an Enter
+// that arrives first would become a line break inside the draft).
+void native_session::impl::type(const std::string& text, milliseconds settle_limit) {
   if (!tmux.alive())
     throw protocol::runtime_error(exited_message);
   settle(settle_limit);
-  tmux.send_keys({"C-a"});
-  tmux.send_keys({"C-k"});
+  clear_draft();
   tmux.paste(paste_payload(text));
-  std::string needle = without_whitespace(commit_needle(text));
+  // A long paste shows as its placeholder, not as its text.
+  std::string needle = without_whitespace(collapses_as_paste(text) ? pasted_text_marker : commit_needle(text));
   auto until = clock_type::now() + commit_wait;
   while (!needle.empty() && clock_type::now() < until) {
-    if (without_whitespace(tmux.capture()).find(needle) != std::string::npos)
+    std::string pane = tmux.capture();
+    tui_screen now = read_tui_screen(pane);
+    if (without_whitespace(now.input_found ? now.draft : pane).find(needle) != std::string::npos)
       break;
     std::this_thread::sleep_for(pane_poll);
   }
@@ -155,28 +239,30 @@ void native_session::impl::deliver(const std::string& text, milliseconds settle_
   tmux.send_keys({"Enter"});
 }
 
-// The user row our message became, once Hermes stored it.
+// The user row our message became, once Hermes stored it: its own row (the
+// same text), never another user row that came meanwhile.
 std::optional<int64_t> native_session::impl::find_user_row(const std::string& text, int64_t baseline) {
   if (!state.available())
     return std::nullopt;
+  // What the paste carried, as Hermes stores it (control bytes dropped, line breaks unified).
+  std::string wanted = normalized_message(paste_payload(text));
   if (pinned()) {
     follow_children();
     for (const auto& row : state.rows_after(sessions(), baseline))
-      if (row.role == "user")
+      if (row.role == "user" && normalized_message(row.content) == wanted)
         return row.id;
     return std::nullopt;
   }
   // Not pinned yet: Hermes picks its own session id. Ours started after the
   // launch, in this workspace, and holds our message (another TUI in the same
   // workspace may have stored its own message first: only our text tells).
-  std::string wanted = normalized_message(text);
   for (const auto& s : state.sessions_since(launched_at - discovery_skew_s)) {
     if ((!s.cwd.empty() && s.cwd != workspace) || claims::all().taken(s.id))
       continue;
     for (const auto& row : state.rows_after({s.id}, baseline)) {
       if (row.role != "user")
         continue;
-      if (normalized_message(row.content).find(wanted) != std::string::npos && claims::all().take(s.id)) {
+      if (normalized_message(row.content) == wanted && claims::all().take(s.id)) {
         pin(s.id);
         return row.id;
       }
@@ -186,17 +272,21 @@ std::optional<int64_t> native_session::impl::find_user_row(const std::string& te
   return std::nullopt;
 }
 
-// Delivers, confirms by the new user row, re-delivers once (Hermes drops
-// input while it cold-starts), then gives up with a clear error.
+// Delivers, confirms by the message's own user row, re-delivers once (Hermes
+// drops input while it cold-starts; the leftover draft is cleared first),
+// then gives up with a clear error. Holds the input for the whole time.
 int64_t native_session::impl::deliver_confirmed(const std::string& text, int64_t baseline) {
+  std::lock_guard<std::mutex> lock(input_mu);
   for (int attempt = 0; attempt < 2; ++attempt) {
     if (interrupt_sent || let_go) // before the chat was even answered: nothing is pasted
       throw protocol::runtime_error("interrupted before hermes accepted the message");
-    deliver(text, options.settle_timeout);
+    type(text, options.settle_timeout);
     auto until = clock_type::now() + options.confirm_timeout;
     while (clock_type::now() < until) {
-      if (auto id = find_user_row(text, baseline))
+      if (auto id = find_user_row(text, baseline)) {
+        own_turn = true; // before the input is free: a steer waiting for it may go in now
         return *id;
+      }
       if (interrupt_sent || let_go)
         throw protocol::runtime_error("interrupted before hermes accepted the message");
       if (!tmux.alive())

@@ -1,5 +1,6 @@
 #include "bridge/tmux/native_session_impl.hpp"
 
+#include "bridge/tmux/command_line.hpp"
 #include "bridge/tmux/row_mirror.hpp"
 #include "protocol/json_text.hpp"
 #include "protocol/wire_error.hpp"
@@ -22,6 +23,9 @@ namespace {
 
 constexpr milliseconds row_poll{100};
 constexpr milliseconds steer_settle{3000};
+// Hermes turns a steer no tool result carried into the next turn right after
+// the answer; this long without that user row, it was carried after all.
+constexpr milliseconds steer_leftover_wait{4000};
 
 double wall_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -150,14 +154,19 @@ std::shared_ptr<native_session> native_session::create(const std::string& sessio
                                                        std::string& config_json) {
   const char* home = std::getenv("HOME");
   std::string workspace = real_dir(workspace_in.empty() ? (home && *home ? home : "/") : workspace_in);
-  std::string hermes = find_executable(options.hermes_bin);
+  auto command = split_command_line(options.hermes_bin, home ? home : "");
+  std::string hermes = command.empty() ? std::string() : find_executable(command[0]);
   if (hermes.empty())
     throw protocol::wire_error("FileNotFoundError",
-                               "hermes TUI not found: '" + options.hermes_bin +
+                               "hermes TUI not found: '" + (command.empty() ? options.hermes_bin : command[0]) +
                                  "' (install hermes-agent, or point --hermes-bin / HERMES_BIN at it)");
+  command[0] = hermes;
   std::string tmux_bin = find_executable("tmux");
   if (tmux_bin.empty())
-    throw protocol::wire_error("FileNotFoundError", "tmux not found on PATH: native sessions need it");
+    throw protocol::wire_error("FileNotFoundError", "tmux not found on PATH: native sessions need tmux " +
+                                                      std::string(minimum_tmux) + " or newer");
+  if (auto problem = tmux_version_problem(tmux_bin))
+    throw protocol::runtime_error(*problem);
   std::string dir = options.runtime_dir + "/" + hex_digest(session_id);
   private_dir(dir);
 
@@ -175,7 +184,7 @@ std::shared_ptr<native_session> native_session::create(const std::string& sessio
     p->launched_at = wall_now();
     process_env env;
     env.set["HERMES_HOME"] = options.hermes_home;
-    p->tmux.launch(workspace, {hermes}, env, options.width, options.height);
+    p->tmux.launch(workspace, command, env, options.width, options.height);
     p->remember();
   }
   p->start_watching();
@@ -185,6 +194,8 @@ std::shared_ptr<native_session> native_session::create(const std::string& sessio
   config["harness"] = "native";
   config["workspace"] = workspace;
   config["hermes_bin"] = hermes;
+  if (command.size() > 1)
+    config["hermes_command"] = command;
   config["tmux_socket"] = p->tmux.socket_path();
   config["tmux_target"] = p->tmux.target();
   config["attach"] = p->tmux.attach_command();
@@ -197,7 +208,65 @@ std::shared_ptr<native_session> native_session::create(const std::string& sessio
 void native_session::prepare_turn() {
   impl_->interrupt_sent = false;
   impl_->let_go = false;
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->steers.clear();
 }
+
+namespace {
+
+// How the run's wish to stop is carried out: Ctrl-C while the TUI shows the
+// turn running, once more after the 2 s in which a second one would
+// force-exit the TUI, and the stop confirmed by what Hermes stored (the
+// partial answer) or, when nothing had streamed, by the idle prompt.
+class interrupt_driver {
+public:
+  enum class state { none, stopped, unconfirmed };
+
+  explicit interrupt_driver(native_session::impl& s) : s_(s) {}
+
+  state poll(const tui_screen& screen, clock_type::time_point now) {
+    if (!s_.interrupt_sent)
+      return state::none;
+    if (sent_ == 0 || (sent_ == 1 && screen.busy && now - first_ > retry_after)) {
+      if (s_.ctrl_c_if_busy()) {
+        if (sent_++ == 0)
+          first_ = now;
+        idle_polls_ = 0;
+        return state::none;
+      }
+    }
+    auto since = sent_ ? now - first_ : now - asked();
+    if (screen.busy)
+      idle_polls_ = 0;
+    else if (sent_ && screen.input_found && ++idle_polls_ >= 2)
+      return state::stopped;
+    if (since > s_.options.interrupt_grace)
+      return state::unconfirmed;
+    return state::none;
+  }
+
+  bool sent() const { return sent_ > 0; }
+
+private:
+  static constexpr milliseconds retry_after{2600};
+  clock_type::time_point asked() const {
+    return clock_type::time_point(clock_type::duration(s_.interrupt_at.load()));
+  }
+  native_session::impl& s_;
+  int sent_ = 0;
+  int idle_polls_ = 0;
+  clock_type::time_point first_{};
+};
+
+std::string interrupt_event(bool confirmed, const std::string& how) {
+  json e;
+  e["event"] = "native.interrupt";
+  e["confirmed"] = confirmed;
+  e["how"] = how;
+  return protocol::dumps(e);
+}
+
+} // namespace
 
 turn_outcome native_session::run_turn(const std::shared_ptr<turn_sink>& sink, const std::string& request_json) {
   auto& s = *impl_;
@@ -221,9 +290,10 @@ turn_outcome native_session::run_turn(const std::shared_ptr<turn_sink>& sink, co
   };
   s.turn_live = true;
   struct live_guard {
-    std::atomic<bool>& flag;
-    ~live_guard() { flag = false; }
-  } guard{s.turn_live};
+    std::atomic<bool>& live;
+    std::atomic<bool>& own;
+    ~live_guard() { live = own = false; }
+  } guard{s.turn_live, s.own_turn};
   try {
     std::string text;
     if (request.is_object() && request.contains("message"))
@@ -231,43 +301,91 @@ turn_outcome native_session::run_turn(const std::shared_ptr<turn_sink>& sink, co
                                             : protocol::py_str(request["message"]);
     if (normalized_message(text).empty())
       throw protocol::value_error("hermes native turn had no user text to send");
+    // Never paste into a running turn: Hermes would interrupt it and the
+    // message would inherit its text.
+    if (!s.wait_until_idle(s.options.settle_timeout))
+      return outcome("error", result(false, false),
+                     "session " + s.session_id +
+                       " is already running (the hermes TUI is still in a turn; interrupt it or wait)",
+                     mirror.history());
     int64_t baseline = s.state.max_message_id();
-    mirror.skip_to(baseline);
-    mirror.delivered(s.deliver_confirmed(text, baseline));
+    int64_t own_row = s.deliver_confirmed(text, baseline);
+    // Rows before our own user row belong to an earlier turn.
+    mirror.skip_to(own_row - 1);
+    mirror.delivered(own_row);
 
     approval_watch approvals(s, sink);
-    auto next_approval = clock_type::now();
+    interrupt_driver stopping(s);
+    auto next_screen = clock_type::now();
     auto next_alive = clock_type::now() + alive_poll;
+    std::optional<clock_type::time_point> awaiting_since;
     std::optional<std::string> failure;
-    while (true) {
+    std::optional<std::string> unconfirmed;
+    bool reported = false; // native.interrupt emitted
+    auto drain = [&] {
+      std::vector<int64_t> steers;
+      {
+        std::lock_guard<std::mutex> lock(s.mu);
+        steers.swap(s.steers);
+      }
+      for (auto at : steers)
+        mirror.steered(at);
       s.follow_children();
       for (const auto& row : s.state.rows_after(s.sessions(), mirror.cursor()))
         if (!mirror.finished())
           mirror.feed(row);
+    };
+    while (true) {
+      drain();
       if (mirror.finished() || s.let_go)
         break;
       auto now = clock_type::now();
-      if (s.interrupt_sent &&
-          now - clock_type::time_point(clock_type::duration(s.interrupt_at.load())) > s.options.interrupt_grace)
-        break;
+      if (mirror.awaiting_steer()) {
+        if (!awaiting_since)
+          awaiting_since = now;
+        else if (now - *awaiting_since > steer_leftover_wait)
+          mirror.steer_not_coming();
+      }
       if (now >= next_alive) {
         next_alive = now + alive_poll;
         if (!s.tmux.alive()) {
           s.alive = false;
-          for (const auto& row : s.state.rows_after(s.sessions(), mirror.cursor()))
-            if (!mirror.finished())
-              mirror.feed(row);
+          drain();
           if (!mirror.finished())
             failure = exited_message;
           break;
         }
       }
-      if (now >= next_approval) {
-        next_approval = now + approval_watch::interval;
-        approvals.poll();
+      if (now >= next_screen) {
+        next_screen = now + approval_watch::interval;
+        std::string pane;
+        try {
+          pane = s.tmux.capture();
+        } catch (const protocol::wire_error&) {
+          continue; // the TUI is gone; the alive check says so
+        }
+        approvals.poll(pane);
+        auto stop = stopping.poll(read_tui_screen(pane), now);
+        if (stop == interrupt_driver::state::stopped) {
+          drain(); // a partial answer stored just before the prompt came back
+          sink->event(interrupt_event(true, mirror.finished() ? "partial answer stored" : "prompt idle again"));
+          reported = true;
+          break;
+        }
+        if (stop == interrupt_driver::state::unconfirmed) {
+          unconfirmed = stopping.sent()
+                          ? "Ctrl-C did not stop the hermes turn: the TUI still shows it running; it may go on "
+                            "in the terminal, and the next chat waits for it"
+                          : "the hermes TUI never showed the turn running, so no Ctrl-C was sent (one at an idle "
+                            "prompt would close it)";
+          sink->event(interrupt_event(false, *unconfirmed));
+          break;
+        }
       }
       std::this_thread::sleep_for(row_poll);
     }
+    if (!reported && !unconfirmed && mirror.finished() && s.interrupt_sent && stopping.sent())
+      sink->event(interrupt_event(true, "partial answer stored"));
     {
       std::lock_guard<std::mutex> lock(s.mu);
       s.history = mirror.history();
@@ -279,8 +397,8 @@ turn_outcome native_session::run_turn(const std::shared_ptr<turn_sink>& sink, co
                      std::string("hermes-bridge stopped mirroring this turn; the TUI goes on with it"),
                      mirror.history());
     bool interrupted = s.interrupt_sent || mirror.interrupted();
-    return outcome(interrupted ? "interrupted" : "complete", result(mirror.finished(), interrupted),
-                   std::nullopt, mirror.history());
+    return outcome(interrupted ? "interrupted" : "complete", result(mirror.finished(), interrupted), unconfirmed,
+                   mirror.history());
   } catch (const protocol::wire_error& e) {
     // Interrupted while the message was still being delivered: the turn
     // never started, and it was the client's wish that it stop.
@@ -292,29 +410,37 @@ turn_outcome native_session::run_turn(const std::shared_ptr<turn_sink>& sink, co
   }
 }
 
+// Only asks: the turn's own loop sends Ctrl-C when the TUI shows the turn
+// running (Escape, which older code sent, is bound to nothing in the TUI).
 void native_session::interrupt(const std::string&) {
   auto& s = *impl_;
   s.interrupt_at = clock_type::now().time_since_epoch().count();
   s.interrupt_sent = true;
-  if (!s.turn_live)
-    return; // Escape at an idle prompt would do nothing useful
-  std::lock_guard<std::mutex> lock(s.input_mu);
-  try {
-    s.tmux.send_keys({"Escape"});
-  } catch (const protocol::wire_error&) {
-    // A TUI that is gone has nothing left to stop.
-  }
 }
 
 void native_session::let_go(const std::string&) {
   impl_->let_go = true;
 }
 
+// Hermes' mid-turn steer is its inline command; plain text would interrupt
+// the turn and start a new one.
 bool native_session::steer(const std::string& text) {
   auto& s = *impl_;
-  if (!s.turn_live || normalized_message(text).empty())
+  std::string flat = normalized_message(text);
+  for (auto& c : flat)
+    if (c == '\n' || c == '\t')
+      c = ' '; // one command line
+  if (!s.turn_live || flat.empty())
     return false; // idle: a paste would start a turn nobody is mirroring
-  s.deliver(text, steer_settle);
+  std::lock_guard<std::mutex> lock(s.input_mu);
+  // Idle at the prompt, /steer would be queued as a new turn; before our
+  // message is stored, the turn running is someone else's.
+  if (!s.own_turn || !s.screen().busy)
+    return false;
+  int64_t at = s.state.max_message_id();
+  s.type("/steer " + flat, steer_settle);
+  std::lock_guard<std::mutex> steers(s.mu);
+  s.steers.push_back(at);
   return true;
 }
 

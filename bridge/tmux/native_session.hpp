@@ -1,6 +1,6 @@
 // A native session: the real `hermes` TUI running in a private tmux server,
-// driven the way a person would (paste, Enter, Escape, the digit of an
-// approval choice), its output mirrored from Hermes' own state.db. The tmux
+// driven the way a person would (paste, Enter, Ctrl-C, /steer, the digit of
+// an approval choice), its output mirrored from Hermes' own state.db. The tmux
 // server outlives this object and the daemon; only close() ends it.
 #pragma once
 
@@ -13,13 +13,13 @@
 namespace hb::bridge {
 
 struct native_options {
-  std::string hermes_bin = "hermes"; // a name looked up on PATH, or a path
+  std::string hermes_bin = "hermes"; // a command line: a name looked up on PATH, or a path, then arguments
   std::string runtime_dir;           // owner-only root of the per-session tmux dirs
   std::string hermes_home;           // the TUI's HERMES_HOME
   std::string state_db;              // Hermes' state.db as the TUI will write it
   std::chrono::milliseconds confirm_timeout{12'000}; // per delivery, before re-delivering once
   std::chrono::milliseconds settle_timeout{30'000};  // waiting for a quiet pane before pasting
-  std::chrono::milliseconds interrupt_grace{3'000};  // Escape sent, no final row: the turn ends
+  std::chrono::milliseconds interrupt_grace{6'000};  // Ctrl-C sent, no stop seen: the run ends saying so
   double approval_timeout_s = 60;
   int width = 160;
   int height = 48;

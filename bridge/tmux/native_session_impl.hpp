@@ -8,6 +8,7 @@
 #include "bridge/tmux/native_session.hpp"
 #include "bridge/tmux/pane_text.hpp"
 #include "bridge/tmux/tmux_server.hpp"
+#include "bridge/tmux/tui_screen.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -49,15 +50,20 @@ struct native_session::impl {
   double launched_at = 0;
   bool reattached = false;
 
-  std::mutex input_mu;             // one paste or key sequence at a time
+  // One paste or key sequence at a time; a message holds it until Hermes
+  // stored it, so nothing else is typed into an unconfirmed draft.
+  std::mutex input_mu;
+  clock_type::time_point last_ctrl_c{}; // guarded by input_mu: never two within 2 s
   mutable std::mutex mu;           // guards the fields below
   std::vector<std::string> chain;  // the pinned Hermes session and its compression children
   nlohmann::json history = nlohmann::json::array();
   std::atomic<bool> alive{true};
   std::atomic<bool> turn_live{false};
-  std::atomic<bool> interrupt_sent{false};
+  std::atomic<bool> own_turn{false};  // Hermes stored this run's message: its turn is the one running
+  std::atomic<bool> interrupt_sent{false}; // the client asked for an interrupt
   std::atomic<bool> let_go{false}; // the daemon stops: stop mirroring, leave the TUI be
   std::atomic<clock_type::rep> interrupt_at{0}; // written by interrupt(), read by the turn
+  std::vector<int64_t> steers;     // guarded by mu: newest row id when each /steer was typed
 
   std::mutex watch_mu;
   std::condition_variable watch_cv;
@@ -77,12 +83,22 @@ struct native_session::impl {
   std::vector<std::string> sessions() const;
   bool pin_remembered(const std::string& id); // re-attach: the session pinned before
   void follow_children();
-  void deliver(const std::string& text, milliseconds settle_limit);
+  tui_screen screen();             // the TUI's state as its pane shows it now
+  // Waits until no turn runs in the TUI; false when one still runs at the deadline.
+  bool wait_until_idle(milliseconds limit);
+  // Ctrl-C, only while the screen shows a running turn and not within 2 s
+  // of the last one (a second Ctrl-C within 2 s force-exits the TUI; one at
+  // an idle prompt exits it). True when it was sent.
+  bool ctrl_c_if_busy();
+  // Caller holds input_mu.
+  void type(const std::string& text, milliseconds settle_limit);
   int64_t deliver_confirmed(const std::string& text, int64_t baseline);
 
 private:
   void pin(const std::string& id);
   std::string settle(milliseconds limit);
+  void clear_draft();
+  bool turn_just_stored();
   std::optional<int64_t> find_user_row(const std::string& text, int64_t baseline);
 };
 
@@ -98,7 +114,7 @@ public:
 
   approval_watch(native_session::impl& s, std::shared_ptr<turn_sink> sink);
   ~approval_watch();
-  void poll();
+  void poll(const std::string& pane);
 
 private:
   void ask(const approval_prompt& prompt);
@@ -108,7 +124,9 @@ private:
   native_session::impl& s_;
   std::shared_ptr<turn_sink> sink_;
   std::future<std::string> asking_;
+  std::string asked_command_;      // the prompt that was announced, as shown
   std::optional<clock_type::time_point> answered_at_;
+  bool viewed_ = false;            // "Show full command" was picked for the prompt showing
 };
 
 } // namespace native_detail

@@ -106,13 +106,72 @@ std::string cap(std::string s, size_t bytes) {
   return s;
 }
 
+// Between a box's "│ " and " │", padding included: the command's rows are
+// joined from these.
+std::string boxed_content(const std::string& line) {
+  static const std::string bar = "│";
+  size_t open = line.find(bar);
+  size_t close = line.rfind(bar);
+  if (open == std::string::npos || close == open)
+    return unboxed(line);
+  std::string inner = line.substr(open + bar.size(), close - open - bar.size());
+  if (!inner.empty() && inner.front() == ' ')
+    inner.erase(0, 1);
+  if (!inner.empty() && inner.back() == ' ')
+    inner.pop_back();
+  return inner;
+}
+
+std::string rstripped(std::string s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())))
+    s.pop_back();
+  return s;
+}
+
+// The box's text width, from its top border above the title (0: no box).
+size_t box_text_width(const std::vector<std::string>& lines, size_t title) {
+  for (size_t i = title + 1; i-- > 0 && i + 3 > title;) {
+    if (lines[i].find("╭") == std::string::npos)
+      continue;
+    size_t bars = 0;
+    for (size_t at = lines[i].find("─"); at != std::string::npos; at = lines[i].find("─", at + 1))
+      ++bars;
+    return bars >= 2 ? bars - 2 : 0;
+  }
+  return 0;
+}
+
+// Undoes the panel's wrapping: a row filled to the box's width was cut in a
+// word; a shorter one ended at a blank that the padding swallowed.
+std::string join_command_rows(const std::vector<std::string>& rows, size_t width) {
+  std::string out;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::string row = rstripped(rows[i]);
+    if (i == 0) {
+      out = strip(row);
+      continue;
+    }
+    std::string prev = rstripped(rows[i - 1]);
+    // Hermes wraps with textwrap: inside a word at the width, and after a
+    // hyphen between letters (break_on_hyphens) anywhere.
+    bool hyphen = prev.size() >= 2 && prev.back() == '-' && std::isalnum(static_cast<unsigned char>(prev[prev.size() - 2]));
+    bool cut = width > 0 && (code_points(prev) >= width || hyphen);
+    bool leading_blank = !row.empty() && row.front() == ' ';
+    out += (cut || leading_blank || width == 0 ? "" : " ");
+    out += width == 0 ? strip(row) : row;
+  }
+  return strip(out);
+}
+
 std::optional<approval_prompt> parse_panel(const std::vector<std::string>& lines, size_t title) {
   static const std::regex choice_re(
-    R"((\d)\.\s*(Allow once|Allow for this session|Add to permanent allowlist|Deny))",
+    R"((\d)\.\s*(Allow once|Allow for this session|Add to permanent allowlist|Deny|Show full command))",
     std::regex::icase);
   approval_prompt prompt;
-  std::string preview;
-  bool in_choices = false;
+  size_t width = box_text_width(lines, title);
+  std::vector<std::string> command_rows;
+  std::string description;
+  bool in_choices = false, after_choices = false;
   for (size_t i = title + 1; i < lines.size(); ++i) {
     std::smatch m;
     std::string part = unboxed(lines[i]);
@@ -124,17 +183,25 @@ std::optional<approval_prompt> parse_panel(const std::vector<std::string>& lines
     } else {
       choice = choice_for_label(part); // an older build's row: the label alone
     }
-    if (!choice.empty()) {
+    bool border = part.find("──") != std::string::npos || part.find("━━") != std::string::npos;
+    if (!choice.empty() && !after_choices) {
       in_choices = true;
       if (lines[i].find("❯") != std::string::npos)
         prompt.selected = static_cast<int>(prompt.options.size());
       prompt.options.push_back({choice, key});
     } else if (!in_choices) {
-      bool border = part.find("──") != std::string::npos || part.find("━━") != std::string::npos;
-      if (!part.empty() && !border)
-        preview += (preview.empty() ? "" : " ") + part;
-    } else if (!part.empty() && part.find("──") == std::string::npos) {
+      if (part.find("(choose Show full command)") != std::string::npos)
+        prompt.truncated = true;
+      else if (!part.empty() && !border)
+        command_rows.push_back(width ? boxed_content(lines[i]) : part);
+    } else if (border || lines[i].find("╰") != std::string::npos) {
       break; // the panel ended
+    } else if (part.empty()) {
+      after_choices = true;
+    } else if (after_choices && lines[i].find("│") != std::string::npos) {
+      description += (description.empty() ? "" : " ") + part; // below the choices, in the box
+    } else {
+      break;
     }
   }
   auto has = [&](const char* choice) {
@@ -143,8 +210,48 @@ std::optional<approval_prompt> parse_panel(const std::vector<std::string>& lines
   };
   if (!has("once") || !has("deny"))
     return std::nullopt;
-  prompt.preview = cap(preview, 1024);
+  prompt.command = cap(join_command_rows(command_rows, width), 1024);
+  prompt.description = cap(description, 1024);
   return prompt;
+}
+
+std::optional<approval_prompt> parse_legacy(const std::vector<std::string>& lines, size_t at) {
+  static const std::regex letters_re(R"(choice \[([a-z/]+)\]:)", std::regex::icase);
+  std::smatch m;
+  std::string line = lines[at];
+  if (!std::regex_search(line, m, letters_re))
+    return std::nullopt;
+  approval_prompt prompt;
+  prompt.legacy = true;
+  for (size_t j = at; j-- > 0;) {
+    std::string header = "dangerous command:";
+    auto found = lower(lines[j]).find(header);
+    if (found == std::string::npos)
+      continue;
+    // The header names the danger; the command is on the next line.
+    prompt.description = cap(strip(lines[j].substr(found + header.size())), 1024);
+    for (size_t k = j + 1; k < at; ++k) {
+      if (!strip(lines[k]).empty()) {
+        prompt.command = cap(strip(lines[k]), 1024);
+        break;
+      }
+    }
+    break;
+  }
+  for (char c : lower(m[1].str())) {
+    if (c == 'o')
+      prompt.options.push_back({"once", "o"});
+    else if (c == 's')
+      prompt.options.push_back({"session", "s"});
+    else if (c == 'a')
+      prompt.options.push_back({"always", "a"});
+    else if (c == 'd')
+      prompt.options.push_back({"deny", "d"});
+  }
+  // Pending while nothing is typed after it: an answer is echoed there.
+  std::string rest = strip(line);
+  bool pending = !rest.empty() && rest.back() == ':';
+  return pending ? std::optional<approval_prompt>(prompt) : std::nullopt;
 }
 
 } // namespace
@@ -177,7 +284,10 @@ std::string commit_needle(const std::string& text) {
     if (code_points(s) >= 4)
       chosen = s;
   }
-  return first_code_points(chosen.empty() ? fallback : chosen, 24);
+  std::string needle;
+  for (char c : first_code_points(chosen.empty() ? fallback : chosen, 24))
+    needle += c == '\t' ? std::string("^I") : std::string(1, c);
+  return needle;
 }
 
 std::string normalized_message(const std::string& text) {
@@ -210,6 +320,20 @@ std::vector<std::string> approval_prompt::keys_for(const std::string& choice) co
   return keys;
 }
 
+std::vector<std::string> approval_prompt::view_keys() const {
+  for (size_t i = 0; i < options.size(); ++i) {
+    if (options[i].choice != "view")
+      continue;
+    if (!options[i].key.empty())
+      return {options[i].key};
+    int at = static_cast<int>(i);
+    std::vector<std::string> keys(static_cast<size_t>(std::abs(at - selected)), at > selected ? "Down" : "Up");
+    keys.push_back("Enter");
+    return keys;
+  }
+  return {};
+}
+
 std::vector<std::string> approval_prompt::choices() const {
   std::vector<std::string> out;
   for (const auto& o : options)
@@ -223,24 +347,14 @@ std::optional<approval_prompt> parse_approval_prompt(const std::string& pane) {
   // The newest prompt is the one that waits: search from the bottom.
   for (size_t i = lines.size(); i-- > 0;) {
     std::string l = lower(lines[i]);
-    if (l.find("choice [o/s/a/d]:") != std::string::npos) {
-      approval_prompt prompt;
-      prompt.legacy = true;
-      for (size_t j = i; j-- > 0;) {
-        auto at = lower(lines[j]).find("dangerous command:");
-        if (at != std::string::npos) {
-          prompt.preview = cap(strip(lines[j].substr(at + std::string("dangerous command:").size())), 1024);
-          break;
-        }
-      }
-      prompt.options = {{"once", "o"}, {"session", "s"}, {"always", "a"}, {"deny", "d"}};
-      // Pending while nothing is typed after it: an answer is echoed there.
-      std::string line = strip(lines[i]);
-      bool pending = !line.empty() && line.back() == ':';
-      return pending ? std::optional<approval_prompt>(prompt) : std::nullopt;
-    }
-    if (l.find("dangerous command") != std::string::npos && l.find("dangerous command:") == std::string::npos)
-      return parse_panel(lines, i);
+    if (l.find("choice [o/") != std::string::npos)
+      return parse_legacy(lines, i);
+    // The panel's title; a row that merely mentions it (a description, the
+    // transcript) parses as no panel, and the search goes on upwards.
+    if (lines[i].find("Dangerous Command") != std::string::npos &&
+        l.find("dangerous command:") == std::string::npos)
+      if (auto panel = parse_panel(lines, i))
+        return panel;
   }
   return std::nullopt;
 }

@@ -31,6 +31,19 @@ row_mirror::row_mirror(turn_sink& sink, json history)
 
 void row_mirror::delivered(int64_t id) { last_delivered_ = std::max(last_delivered_, id); }
 
+void row_mirror::steered(int64_t after_id) {
+  if (steer_after_ < 0)
+    steer_after_ = after_id;
+}
+
+void row_mirror::steer_not_coming() {
+  if (!awaiting_steer_)
+    return;
+  awaiting_steer_ = false;
+  steer_after_ = -1;
+  finished_ = true;
+}
+
 void row_mirror::text(const std::string& content) {
   if (content.empty())
     return;
@@ -46,6 +59,10 @@ void row_mirror::feed(const hermes_row& row) {
     // A steer (or someone typing at the TUI) asks more of this turn: it ends
     // only once that is answered too.
     last_delivered_ = std::max(last_delivered_, row.id);
+    if (awaiting_steer_) { // the steer came back as the next turn
+      awaiting_steer_ = false;
+      steer_after_ = -1;
+    }
     history_.push_back({{"role", "user"}, {"content", row.content}});
     return;
   }
@@ -78,13 +95,18 @@ void row_mirror::feed(const hermes_row& row) {
       message["tool_calls"] = calls;
     history_.push_back(std::move(message));
     if (calls.empty() && row.id > last_delivered_) {
-      finished_ = true;
       interrupted_ = row.finish_reason == "interrupted";
       final_text_ = row.content;
+      if (steer_after_ >= 0)
+        awaiting_steer_ = true;
+      else
+        finished_ = true;
     }
     return;
   }
   if (row.role == "tool") {
+    if (steer_after_ >= 0 && row.id > steer_after_)
+      steer_after_ = -1; // this tool result carried the steer to the model
     auto it = calls_.find(row.tool_call_id);
     std::string name = it != calls_.end() ? it->second.first : row.tool_name;
     json args = it != calls_.end() ? it->second.second : json::object();

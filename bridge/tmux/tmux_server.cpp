@@ -3,6 +3,9 @@
 #include "protocol/wire_error.hpp"
 
 #include <atomic>
+#include <map>
+#include <mutex>
+#include <regex>
 
 namespace hb::bridge {
 
@@ -17,6 +20,35 @@ std::string trimmed(std::string text) {
 }
 
 } // namespace
+
+std::optional<std::string> tmux_version_problem(const std::string& tmux_bin) {
+  static std::mutex mu;
+  static std::map<std::string, std::optional<std::string>> known;
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = known.find(tmux_bin); it != known.end())
+    return it->second;
+  std::optional<std::string> problem;
+  try {
+    auto r = run_process({tmux_bin, "-V"}, {}, std::chrono::seconds(5));
+    std::string out = trimmed(r.out);
+    std::smatch m;
+    static const std::regex version(R"((\d+)\.(\d+))");
+    if (r.exit_code != 0)
+      problem = "cannot tell the tmux version (" + tmux_bin + " -V failed): native sessions need tmux " +
+                minimum_tmux + " or newer";
+    else if (out.find("master") != std::string::npos || out.find("next") != std::string::npos)
+      problem = std::nullopt; // a development build: newer than any release
+    else if (!std::regex_search(out, m, version))
+      problem = "cannot tell the tmux version from '" + out + "': native sessions need tmux " + minimum_tmux +
+                " or newer";
+    else if (std::stoi(m[1]) < 3 || (std::stoi(m[1]) == 3 && std::stoi(m[2]) < 3))
+      problem = out + " is too old: native sessions need tmux " + minimum_tmux + " or newer (" + tmux_bin + ")";
+  } catch (const std::exception& e) {
+    problem = std::string("cannot run ") + tmux_bin + " -V: " + e.what();
+  }
+  known[tmux_bin] = problem;
+  return problem;
+}
 
 std::string shell_quote(const std::string& word) {
   std::string out = "'";

@@ -7,6 +7,7 @@
 
 #include "bridge/tmux/subprocess.hpp"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,13 @@ private:
   std::string socket_;
   std::string target_;
 };
+
+// Native harnesses break on tmux older than this (key and paste handling).
+constexpr const char* minimum_tmux = "3.3";
+
+// Why this tmux cannot host native sessions ("tmux 3.2a is too old ..."),
+// or nullopt when it can. Asks `tmux -V` once per binary.
+std::optional<std::string> tmux_version_problem(const std::string& tmux_bin);
 
 // POSIX shell quoting, for the one command string tmux hands to sh.
 std::string shell_quote(const std::string& word);

@@ -1,6 +1,7 @@
 """Self-test of the fake hermes TUI: drives it in a private tmux server the way
-the daemon does (settle, C-a, C-k, bracketed paste, wait for the text, Enter)
-and checks the rows it writes to state.db.
+the daemon does (settle, C-Home, C-k, bracketed paste, wait for the text,
+Enter) and checks that it behaves like hermes-agent 0.18.2's TUI and writes
+the rows the real agent writes to state.db.
 
 Run: /usr/bin/python3 tests/fake_hermes/selftest.py
 """
@@ -54,11 +55,12 @@ class FakeHermesTest(unittest.TestCase):
         return self.tmux("capture-pane", "-p", "-t", target).stdout.decode()
 
     def settle(self, target="main"):
-        """Non-empty and unchanged over 3 captures 0.2 s apart. The loading screen is
-        static too, so also wait for the prompt (the daemon relies on re-delivery)."""
+        """Non-empty and unchanged over 3 captures 0.2 s apart, the status bar
+        (its clocks tick every second) left out. The loading screen is static
+        too, so also wait for the prompt (the daemon relies on re-delivery)."""
         last, same, deadline = None, 0, time.time() + 10
         while time.time() < deadline:
-            text = self.capture(target)
+            text = "\n".join(ln for ln in self.capture(target).splitlines() if "│ ctx" not in ln)
             same = same + 1 if text == last and text.strip() else 1
             last = text
             if same >= 3 and "❯" in text:
@@ -66,18 +68,27 @@ class FakeHermesTest(unittest.TestCase):
             time.sleep(0.2)
         self.fail("pane never settled:\n" + last)
 
+    def input_area(self, target="main"):
+        """The draft as drawn between the last two rules, prompt symbol included."""
+        lines = self.capture(target).rstrip("\n").splitlines()
+        rules = [i for i, ln in enumerate(lines) if ln.startswith("────")]
+        return "\n".join(lines[rules[-2] + 1:rules[-1]])
+
     def keys(self, *keys, target="main"):
         self.assertEqual(self.tmux("send-keys", "-t", target, *keys).returncode, 0)
 
     def deliver(self, text, target="main"):
         rows = self.rows()
         self.mark = rows[-1]["id"] if rows else 0  # final_reply() waits past this row
-        self.keys("C-a", target=target)
-        self.keys("C-k", target=target)
+        self.keys("C-Home", target=target)
+        self.keys(*["C-k"] * 8, target=target)
         self.tmux("load-buffer", "-b", "b", "-", input=text.encode(), check=True)
         self.tmux("paste-buffer", "-p", "-d", "-b", "b", "-t", target, check=True)
-        line = [ln.strip() for ln in text.split("\n") if len(ln.strip()) >= 4][-1]
-        self.wait_screen(line[:24], target)
+        if text.count("\n") >= 5 or len(text) >= 2000:
+            self.wait_screen("[Pasted text #", target)
+        else:
+            line = [ln.strip() for ln in text.split("\n") if len(ln.strip()) >= 4][-1]
+            self.wait_screen(line[:24].replace("\t", "^I"), target)
         self.keys("Enter", target=target)
 
     def wait_screen(self, text, target="main"):
@@ -174,18 +185,21 @@ class FakeHermesTest(unittest.TestCase):
         # tmux turns each \n into \r inside the brackets and keeps the tab
         self.assertIn(r"\x1b[200~first line\r\tindented\twith tabs\r\rlast", pasted[0])
 
-    def test_danger_panel_deny(self):
+    def test_danger_panel_has_the_real_layout(self):
         self.start()
         self.deliver("danger rm -rf /tmp/x")
         screen = self.wait_screen("Dangerous Command")
-        labels = ["1. Allow once", "2. Allow for this session",
-                  "3. Add to permanent allowlist", "4. Deny"]
-        lines = [ln.strip("│ ") for ln in screen.splitlines()]
+        lines = [ln.strip().strip("│").strip() for ln in screen.splitlines()]
         title = next(i for i, ln in enumerate(lines) if "Dangerous Command" in ln)
-        self.assertEqual(lines[title + 1], "rm -rf /tmp/x")
-        for label in labels:
-            self.assertTrue(any(ln.endswith(label) for ln in lines), label)
+        # title in its own row, blank rows around the command, the description below the choices
+        self.assertEqual(lines[title + 1:title + 10], [
+            "", "rm -rf /tmp/x", "", "❯ 1. Allow once", "2. Allow for this session",
+            "3. Add to permanent allowlist", "4. Deny", "", "recursive delete"])
+        self.assertIn("⚠ ❯", self.input_area())
         self.assertFalse(any(e["panel"] for e in self.events("input")))
+        self.keys("Escape")  # no binding: the panel stays
+        time.sleep(0.3)
+        self.assertIn("Dangerous Command", self.capture())
         self.keys("4")
         rows = self.final_reply()
         self.assertEqual(self.brief(rows)[-2:], [("tool", "denied: rm -rf /tmp/x"),
@@ -193,7 +207,22 @@ class FakeHermesTest(unittest.TestCase):
         answers = [(e["choice"], e["key"]) for e in self.events("approval")]
         self.assertEqual(answers, [("deny", "4")])
         self.assertNotIn("Dangerous Command", self.capture())
-        self.assertEqual([e["bytes"] for e in self.events("input") if e["panel"]], ["4"])
+
+    def test_long_command_offers_show_full_command(self):
+        self.start()
+        cmd = "rm -rf " + " ".join(f"/tmp/some-rather/long-path/number/{i}/of-many" for i in range(8))
+        self.deliver("danger " + cmd)
+        screen = self.wait_screen("5. Show full command")
+        self.assertIn("… (choose Show full command)", screen)
+        self.keys("5")  # shows the whole command; the row goes away
+        screen = self.wait_for(lambda: (lambda t: t if "Show full command" not in t else None)(self.capture()),
+                               "the whole command")
+        self.assertIn("of-many", screen.splitlines()[[i for i, ln in enumerate(screen.splitlines())
+                                                       if "1. Allow once" in ln][0] - 2])
+        self.assertIn("4. Deny", screen)
+        self.keys("1")
+        self.assertEqual(self.final_reply()[-1]["content"], "approval: once")
+        self.assertEqual([e["key"] for e in self.events("approval_view")], ["5"])
 
     def test_danger3_and_legacy_prompt(self):
         self.start()
@@ -203,7 +232,9 @@ class FakeHermesTest(unittest.TestCase):
         self.assertEqual(self.final_reply()[-1]["content"], "approval: session")
         self.deliver("danger-legacy chmod 777 /")
         screen = self.wait_screen("Choice [o/s/a/D]:")  # capture-pane drops trailing blanks
-        self.assertIn("⚠️  DANGEROUS COMMAND: chmod 777 /", screen)
+        lines = screen.splitlines()
+        at = next(i for i, ln in enumerate(lines) if "⚠️  DANGEROUS COMMAND: dangerous command" in ln)
+        self.assertEqual(lines[at + 1], "      chmod 777 /")  # the command has its own line
         self.keys("a")
         self.keys("Enter")
         rows = self.final_reply()
@@ -211,29 +242,131 @@ class FakeHermesTest(unittest.TestCase):
             ("tool", "approved (always): output of chmod 777 /"),
             ("assistant", "approval: always")])
 
-    def test_escape_interrupts_slow_turn(self):
+    def test_ctrl_c_interrupts_and_keeps_the_partial_text(self):
         self.start()
-        self.deliver("slow 5")
-        self.wait_screen("thinking…")
+        self.deliver("slow 30")
+        self.wait_screen("⚕ ❯ msg=interrupt")
+        time.sleep(1.5)
+        self.keys("Escape")  # not bound: the turn goes on
+        time.sleep(0.3)
+        self.assertIn("⚕ ❯", self.input_area())
         t0 = time.time()
-        self.keys("Escape")
-        rows = self.final_reply()
+        self.keys("C-c")
+        self.wait_screen("⚡ Interrupted during API call.")
         self.assertLess(time.time() - t0, 2)
-        self.assertEqual(self.brief(rows), [("user", "slow 5"), ("assistant", "Interrupted.")])
-        self.assertEqual(rows[-1]["finish_reason"], "interrupted")
-        self.keys("Escape")  # idle: does nothing
+        rows = self.rows()
+        self.assertEqual(self.brief(rows)[0], ("user", "slow 30"))
+        self.assertRegex(rows[1]["content"], r"^tick0 tick1( tick2)?$")  # what streamed so far
+        self.assertEqual(len(rows), 2)
+        self.assertIsNone(rows[-1]["finish_reason"])
+        self.wait_for(lambda: self.input_area().startswith("❯"), "the idle prompt")
         self.deliver("still here")
         self.wait_for(lambda: self.rows()[-1]["content"] == "echo: still here", "the next turn")
 
-    def test_steer_while_busy(self):
+    def test_ctrl_c_right_away_stores_nothing_and_twice_force_exits(self):
         self.start()
-        self.deliver("slow 1")
-        self.wait_screen("thinking…")
-        self.deliver("also check the logs")
+        self.deliver("slow 30")
+        self.wait_for(lambda: self.rows(), "the user row")
+        self.keys("C-c")
+        self.wait_screen("⚡ Interrupted during API call.")
+        self.assertEqual(self.brief(self.rows()), [("user", "slow 30")])  # nothing streamed yet
+        time.sleep(2.1)  # the TUI remembers the last Ctrl-C across turns
+        self.deliver("slow 30")
+        self.wait_screen("⚕ ❯")
+        self.keys("C-c")
+        self.keys("C-c")
+        self.wait_for(lambda: self.tmux("has-session", "-t", "main").returncode != 0, "a forced exit")
+
+    def test_ctrl_c_when_idle_clears_the_draft_then_exits(self):
+        self.start()
+        self.tmux("load-buffer", "-b", "b", "-", input=b"draft text", check=True)
+        self.tmux("paste-buffer", "-p", "-d", "-b", "b", "-t", "main", check=True)
+        self.wait_screen("draft text")
+        self.keys("C-c")
+        self.wait_for(lambda: "draft text" not in self.capture(), "the draft cleared")
+        self.assertEqual(self.tmux("has-session", "-t", "main").returncode, 0)
+        self.keys("C-c")
+        self.wait_for(lambda: self.tmux("has-session", "-t", "main").returncode != 0, "the exit")
+
+    def test_a_stuck_turn_ignores_ctrl_c(self):
+        self.start()
+        self.deliver("stuck 2")
+        self.wait_screen("⚕ ❯")
+        self.keys("C-c")
+        self.wait_screen("⚡ Interrupting agent...")
+        time.sleep(1)
+        self.assertIn("⚕ ❯", self.input_area())  # still in the turn
+        self.wait_screen("⚡ Interrupted during API call.")
+        self.assertEqual(self.brief(self.rows()), [("user", "stuck 2")])
+        self.deliver("stuck 1")  # left alone it answers
+        self.assertEqual(self.final_reply()[-1]["content"], "unstuck after 1")
+
+    def test_message_while_busy_interrupts_and_starts_a_new_turn(self):
+        self.start()
+        self.deliver("slow 30")
+        self.wait_screen("⚕ ❯")
+        time.sleep(1.2)
+        self.deliver("new question")
+        self.wait_for(lambda: self.rows()[-1]["content"] == "echo: new question", "the new turn")
+        rows = self.brief(self.rows())
+        self.assertEqual([rows[0], rows[2], rows[3]], [
+            ("user", "slow 30"), ("user", "new question"), ("assistant", "echo: new question")])
+        self.assertEqual(rows[1][0], "assistant")
+        self.assertRegex(rows[1][1], r"^tick0 tick1( tick2)*$")  # the partial answer, before the new turn
+
+    def test_steer_rides_on_the_next_tool_result(self):
+        self.start()
+        self.deliver("tool sleep 1.5")
+        self.wait_screen("⚕ ❯")
+        self.deliver("/steer also check the logs")
+        self.wait_screen("⏩ Steer queued")
         rows = self.final_reply()
         self.assertEqual(self.brief(rows), [
-            ("user", "slow 1"), ("user", "also check the logs"),
-            ("assistant", "slept 1 (steered: also check the logs)")])
+            ("user", "tool sleep 1.5"), ("assistant", "Let me run that."),
+            ("tool", "output of sleep 1.5"),
+            ("assistant", "ran sleep 1.5 (steered: also check the logs)")])
+
+    def test_steer_without_a_tool_call_becomes_the_next_turn(self):
+        self.start()
+        self.deliver("slow 2")
+        self.wait_screen("⚕ ❯")
+        self.deliver("/steer and then stop")
+        self.wait_for(lambda: len(self.rows()) == 4, "the leftover turn")
+        self.assertEqual(self.brief(self.rows()), [
+            ("user", "slow 2"), ("assistant", "tick0 tick1 done"),
+            ("user", "and then stop"), ("assistant", "echo: and then stop")])
+        self.assertIn("Delivering leftover /steer as next turn", self.capture())
+
+    def test_long_paste_is_collapsed_and_expanded_on_submit(self):
+        self.start()
+        text = "\n".join(f"line {i}\twith a tab" for i in range(6))
+        self.deliver(text)
+        rows = self.final_reply()
+        self.assertEqual(rows[0]["content"], text)
+        [path] = (self.tmp / "pastes").glob("paste_1_*.txt")  # beside state.db: no HERMES_HOME here
+        self.assertEqual(path.read_text(), text)
+
+    def test_draft_keys_are_line_wise(self):
+        self.start()
+        self.tmux("load-buffer", "-b", "b", "-", input=b"first\tline\nsecond line", check=True)
+        self.tmux("paste-buffer", "-p", "-d", "-b", "b", "-t", "main", check=True)
+        self.wait_screen("second line")
+        self.assertEqual(self.input_area(), "❯ first^Iline\nsecond line")  # no indent, tab as ^I
+        self.keys("C-a")
+        self.keys("C-k")  # only the current (last) line goes
+        self.wait_for(lambda: self.input_area() == "❯ first^Iline\n", "a line-wise C-k")
+        self.keys("C-Home")
+        self.keys("C-k", "C-k")
+        self.wait_for(lambda: self.input_area() == "❯", "the draft cleared")
+
+    def test_status_bar_clock_ticks(self):
+        self.start()
+        first = self.capture()
+        time.sleep(1.3)
+        second = self.capture()
+        self.assertNotEqual(first, second)
+        strip = lambda t: [ln for ln in t.splitlines() if "│ ctx" not in ln]
+        self.assertEqual(strip(first), strip(second))
 
     def test_drop_first(self):
         self.start(FAKE_HERMES_DROP_FIRST="1")

@@ -45,7 +45,7 @@ class NativeFixture(unittest.TestCase):
         self.bridge = self.start_bridge()
 
     def start_bridge(self, args: list[str] | None = None, env: dict[str, str] | None = None,
-                     hermes_bin: Path = FAKE_HERMES) -> Bridge:
+                     hermes_bin: Path | str = FAKE_HERMES) -> Bridge:
         b = Bridge(args=["--hermes-bin", str(hermes_bin), "--native-dir", str(self.native_dir),
                          "--native-confirm-s", "3", "--db", str(self.tmp / "events.db")] + (args or []),
                    env={"HERMES_STATE_DB": str(self.state_db), "FAKE_HERMES_LOG": str(self.tui_log),
@@ -153,6 +153,34 @@ class NativeTurns(NativeFixture):
         history = self.bridge.request({"action": "get_history", "session_id": "n-tool"})["history"]
         self.assertEqual([m["role"] for m in history], ["user", "assistant", "tool", "assistant"])
 
+    def test_a_long_message_is_seen_as_its_collapsed_paste_and_arrives_whole(self):
+        message = "\n".join(f"line {i}\twith a tab" for i in range(8))
+        started = time.monotonic()
+        done = self.turn("n-long", message)
+        self.assertEqual(done["status"], "complete", done)
+        self.assertLess(time.monotonic() - started, 4.5, "waited for text the TUI never shows")
+        self.assertEqual(self.user_rows(), [message])
+        self.assertEqual(done["output"], "echo: " + message)
+
+    def test_a_leftover_multiline_draft_is_cleared_before_the_message(self):
+        self.turn("n-draft", "hello")
+        sock = self.native_status("n-draft")["config"]["tmux_socket"]
+        tmux(sock, "set-buffer", "-b", "d", "left over\nsecond row\nthird row")
+        tmux(sock, "paste-buffer", "-p", "-d", "-b", "d", "-t", "main")
+        self.wait_for(lambda: "third row" in tmux(sock, "capture-pane", "-p", "-t", "main").stdout, what="draft")
+        done = self.turn("n-draft", "only this")
+        self.assertEqual(done["output"], "echo: only this")
+        self.assertEqual(self.user_rows(), ["hello", "only this"])
+
+    def test_hermes_bin_may_be_a_command_line(self):
+        quoted = str(FAKE_HERMES).replace("'", "'\\''")
+        b = self.start_bridge(args=[], hermes_bin=f"/usr/bin/python3 '{quoted}'")
+        run = b.chat("n-cmdline", "via python", harness="native", workspace=str(self.workspace))
+        self.assertTrue(run["ok"], run)
+        self.assertEqual(b.wait_done(run["run_id"])["output"], "echo: via python")
+        status = b.request({"action": "status", "session_id": "n-cmdline"})
+        self.assertEqual(status["config"]["hermes_command"], ["/usr/bin/python3", str(FAKE_HERMES)])
+
     def test_multiline_message_with_tab_and_trailing_backslash_arrives_verbatim(self):
         message = "first line\n\tindented with a tab\nends with a backslash \\"
         done = self.turn("n-multi", message)
@@ -167,29 +195,99 @@ class NativeTurns(NativeFixture):
         self.assertEqual(after["status"], "complete", after)
         self.assertEqual(after["output"], "echo: still here?")
 
-    def test_interrupt_sends_escape_and_ends_the_run(self):
+    def keys_typed(self) -> list[str]:
+        return [e["bytes"] for e in self.tui_log_entries() if e.get("event") == "input" and not e.get("ignored")]
+
+    def test_interrupt_sends_one_ctrl_c_and_keeps_the_partial_answer(self):
         run_id = self.chat("n-int", "slow 30")["run_id"]
         self.wait_for(lambda: "slow 30" in self.user_rows(), what="user row")
+        time.sleep(1.6)  # tick0 and tick1 streamed
         out = self.bridge.request({"action": "interrupt", "session_id": "n-int"})
         self.assertTrue(out["ok"], out)
         done = self.bridge.wait_done(run_id, timeout=15)
         self.assertEqual(done["status"], "interrupted", done)
-        self.assertEqual(done["output"], "Interrupted.")
-        # The TUI is still there and takes the next message.
+        self.assertRegex(done["output"], r"^tick0 tick1( tick2)?$")
+        self.assertEqual(done["result"]["final_response"], done["output"])
+        [stop] = events_named(done["seen_events"], "native.interrupt")
+        self.assertTrue(stop["confirmed"], stop)
+        with sqlite3.connect(self.state_db) as db:
+            row = db.execute("SELECT content, finish_reason FROM messages ORDER BY id DESC LIMIT 1").fetchone()
+        self.assertEqual(row, (done["output"], None))  # Hermes' partial row
+        typed = self.keys_typed()
+        self.assertEqual(typed.count("\\x03"), 1, typed)  # one Ctrl-C, and no Escape
+        self.assertFalse([k for k in typed if k.startswith("\\x1b") and not k.startswith("\\x1b[")], typed)
+        # The TUI is still there and takes the next message; its output is its own.
         self.assertEqual(self.turn("n-int", "next one")["output"], "echo: next one")
 
-    def test_steer_pastes_mid_turn_and_is_refused_when_idle(self):
-        run_id = self.chat("n-steer", "slow 4")["run_id"]
-        self.wait_for(lambda: "slow 4" in self.user_rows(), what="user row")
-        out = self.bridge.request({"action": "steer", "session_id": "n-steer", "text": "also check the logs"})
+    def test_an_interrupt_before_anything_streamed_is_confirmed_by_the_idle_prompt(self):
+        run_id = self.chat("n-int0", "slow 30")["run_id"]
+        self.wait_for(lambda: "slow 30" in self.user_rows(), what="user row")
+        self.assertTrue(self.bridge.request({"action": "interrupt", "session_id": "n-int0"})["ok"])
+        done = self.bridge.wait_done(run_id, timeout=15)
+        self.assertEqual(done["status"], "interrupted", done)
+        [stop] = events_named(done["seen_events"], "native.interrupt")
+        self.assertTrue(stop["confirmed"], stop)
+        self.assertEqual(self.keys_typed().count("\\x03"), 1)
+        self.assertTrue(self.native_status("n-int0")["native"]["alive"])
+
+    def test_an_interrupt_the_tui_does_not_carry_out_is_reported_not_pretended(self):
+        run_id = self.chat("n-stuck", "stuck 9")["run_id"]
+        self.wait_for(lambda: "stuck 9" in self.user_rows(), what="user row")
+        time.sleep(0.5)
+        self.assertTrue(self.bridge.request({"action": "interrupt", "session_id": "n-stuck"})["ok"])
+        done = self.bridge.wait_done(run_id, timeout=20)
+        self.assertEqual(done["status"], "interrupted", done)
+        self.assertIn("did not stop the hermes turn", done["error"])
+        [stop] = events_named(done["seen_events"], "native.interrupt")
+        self.assertFalse(stop["confirmed"], stop)
+        typed = self.keys_typed()
+        self.assertEqual(typed.count("\\x03"), 2, typed)  # a second one only after the 2 s that force-exit
+        self.assertTrue(self.native_status("n-stuck")["native"]["alive"])
+        # The next chat waits for the turn the TUI is still in, then runs.
+        after = self.turn("n-stuck", "are you free?", timeout=30)
+        self.assertEqual(after["output"], "echo: are you free?")
+        self.assertEqual(self.user_rows(), ["stuck 9", "are you free?"])
+
+    def test_a_chat_waits_while_the_tui_is_in_a_turn_and_mirrors_only_its_own(self):
+        self.turn("n-busy", "hello")
+        sock = self.native_status("n-busy")["config"]["tmux_socket"]
+        # A person at the terminal starts a turn of their own.
+        self.assertEqual(tmux(sock, "send-keys", "-t", "main", "slow 3", "Enter").returncode, 0)
+        self.wait_for(lambda: "slow 3" in self.user_rows(), what="their turn")
+        done = self.turn("n-busy", "after yours")
+        self.assertEqual(done["status"], "complete", done)
+        self.assertEqual(done["output"], "echo: after yours")  # nothing of the earlier turn
+        self.assertEqual(self.user_rows(), ["hello", "slow 3", "after yours"])
+        with sqlite3.connect(self.state_db) as db:
+            contents = [r[0] for r in db.execute("SELECT content FROM messages ORDER BY id")]
+        self.assertIn("tick0 tick1 tick2 done", contents)  # it was not interrupted
+
+    def test_steer_types_the_steer_command_and_its_answer_is_mirrored(self):
+        run_id = self.chat("n-steer", "tool sleep 2")["run_id"]
+        self.wait_for(lambda: "tool sleep 2" in self.user_rows(), what="user row")
+        time.sleep(0.5)
+        out = self.bridge.request({"action": "steer", "session_id": "n-steer", "text": "also check\nthe logs"})
         self.assertTrue(out["ok"], out)
         self.assertTrue(out["accepted"], out)
         done = self.bridge.wait_done(run_id, timeout=20)
         self.assertEqual(done["status"], "complete", done)
-        self.assertEqual(done["output"], "slept 4 (steered: also check the logs)")
+        self.assertEqual(done["output"], "Let me run that.\n\nran sleep 2 (steered: also check the logs)")
+        self.assertEqual(self.user_rows(), ["tool sleep 2"])  # carried by the tool result, no turn of its own
+        self.assertTrue(any("/steer also check the logs" in k for k in self.keys_typed()))
         idle = self.bridge.request({"action": "steer", "session_id": "n-steer", "text": "nobody listens"})
         self.assertFalse(idle["accepted"], idle)
         self.assertNotIn("nobody listens", self.user_rows())
+
+    def test_a_steer_no_tool_result_carries_becomes_the_next_turn_of_the_same_run(self):
+        run_id = self.chat("n-steer2", "slow 3")["run_id"]
+        self.wait_for(lambda: "slow 3" in self.user_rows(), what="user row")
+        time.sleep(0.5)
+        out = self.bridge.request({"action": "steer", "session_id": "n-steer2", "text": "and then stop"})
+        self.assertTrue(out["accepted"], out)
+        done = self.bridge.wait_done(run_id, timeout=20)
+        self.assertEqual(done["status"], "complete", done)
+        self.assertEqual(done["output"], "tick0 tick1 tick2 done\n\necho: and then stop")
+        self.assertEqual(self.user_rows(), ["slow 3", "and then stop"])
 
     def test_tui_exiting_mid_run_fails_the_run_and_the_next_chat_relaunches(self):
         first = self.chat("n-exit", "exit")
@@ -224,10 +322,23 @@ class NativeApprovals(NativeFixture):
         return [e for e in self.tui_log_entries()
                 if e.get("event") == "input" and e.get("bytes") in ("1", "2", "3", "4")]
 
+    def test_a_long_command_is_shown_in_full_before_it_is_announced(self):
+        cmd = "rm -rf " + " ".join(f"/tmp/some-rather/long-path/number/{i}/of-many" for i in range(8))
+        run_id = self.chat("n-long-cmd", "danger " + cmd)["run_id"]
+        asked = self.bridge.wait_event(run_id, "approval.requested", timeout=20)
+        self.assertEqual(asked["command"], cmd)
+        self.assertEqual(asked["description"], "recursive delete")
+        self.assertEqual(asked["choices"], ["once", "session", "always", "deny"])
+        views = [e for e in self.tui_log_entries() if e.get("event") == "approval_view"]
+        self.assertEqual([v["key"] for v in views], ["5"])
+        self.bridge.request({"action": "approval_respond", "approval_id": asked["approval_id"], "choice": "once"})
+        done = self.bridge.wait_done(run_id, timeout=20)
+        self.assertIn("approval: once", done["output"])
+
     def test_approval_answered_through_the_socket(self):
         run_id = self.chat("n-approve", "danger rm -rf /tmp/scratch")["run_id"]
         asked = self.bridge.wait_event(run_id, "approval.requested", timeout=20)
-        self.assertIn("rm -rf /tmp/scratch", asked["command"])
+        self.assertEqual(asked["command"], "rm -rf /tmp/scratch")
         self.assertEqual(asked["choices"], ["once", "session", "always", "deny"])
         self.assertTrue(asked["allow_permanent"])
         answer = self.bridge.request({"action": "approval_respond", "approval_id": asked["approval_id"],
@@ -274,7 +385,8 @@ class NativeApprovals(NativeFixture):
     def test_legacy_prompt_is_answered_with_its_letter(self):
         run_id = self.chat("n-legacy", "danger-legacy chmod -R 777 /")["run_id"]
         asked = self.bridge.wait_event(run_id, "approval.requested", timeout=20)
-        self.assertIn("chmod -R 777 /", asked["command"])
+        self.assertEqual(asked["command"], "chmod -R 777 /")  # not the header's danger description
+        self.assertEqual(asked["description"], "dangerous command")
         self.bridge.request({"action": "approval_respond", "approval_id": asked["approval_id"], "choice": "once"})
         done = self.bridge.wait_done(run_id, timeout=20)
         self.assertIn("approval: once", done["output"])
@@ -346,13 +458,11 @@ class NativeLifecycle(NativeFixture):
         self.bridge.proc.send_signal(signal.SIGTERM)
         self.assertEqual(self.bridge.proc.wait(15), 0)
         self.assertLess(time.monotonic() - started, 4, "the daemon waited for the TUI's turn")
-        # Nobody pressed Escape: the TUI finishes the turn it was given.
-        with_escape = [e for e in self.tui_log_entries() if e.get("bytes", "").startswith("\\x1b")
-                       and not e["bytes"].startswith("\\x1b[")]
-        self.assertEqual(with_escape, [])
+        # Nobody pressed Ctrl-C: the TUI finishes the turn it was given.
+        self.assertFalse([e for e in self.tui_log_entries() if "\\x03" in e.get("bytes", "")])
         def answered():
             with sqlite3.connect(self.state_db) as db:
-                return db.execute("SELECT content FROM messages WHERE content LIKE 'slept 4%'").fetchone()
+                return db.execute("SELECT content FROM messages WHERE content = 'tick0 tick1 tick2 tick3 done'").fetchone()
         self.wait_for(answered, timeout=10, what="the TUI's own answer")
         self.bridge = self.start_bridge()
         out = self.bridge.request({"action": "get_output", "run_id": run_id})
@@ -366,6 +476,18 @@ class NativeLifecycle(NativeFixture):
         self.assertEqual(out["error_type"], "FileNotFoundError")
         self.assertIn("no-such-hermes", out["error"])
         self.assertTrue(missing.request({"action": "ping"})["ok"])
+
+    def test_a_tmux_older_than_3_3_is_named_in_the_error(self):
+        bin_dir = self.tmp / "old-tmux"
+        bin_dir.mkdir()
+        fake_tmux = bin_dir / "tmux"
+        fake_tmux.write_text("#!/bin/sh\necho 'tmux 3.2a'\n")
+        fake_tmux.chmod(0o755)
+        old = self.start_bridge(env={"PATH": f"{bin_dir}:{os.environ['PATH']}"}, args=["--harness", "native"])
+        out = old.chat("n-old-tmux", "hi", harness="native", workspace=str(self.workspace))
+        self.assertFalse(out["ok"], out)
+        self.assertIn("tmux 3.2a is too old: native sessions need tmux 3.3 or newer", out["error"])
+        self.assertIn("event=native.tmux_unusable", old.stderr())
 
     def test_bad_harness_and_workspace_are_refused(self):
         out = self.bridge.chat("n-bad", "hi", harness="telepathy")

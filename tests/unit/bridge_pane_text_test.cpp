@@ -30,18 +30,26 @@ TEST_CASE("messages compare with line breaks unified and the ends stripped") {
 
 namespace {
 
-const char* panel = R"(Hermes Agent
-You: delete it
-╭──────────────────────────────────────────────╮
-│ ⚠️  Dangerous Command                         │
-│ rm -rf /tmp/scratch                           │
-│ Hermes wants to run a command flagged as dangerous. │
-│ ❯ 1. Allow once                               │
-│   2. Allow for this session                   │
-│   3. Add to permanent allowlist               │
-│   4. Deny                                     │
-╰──────────────────────────────────────────────╯
-❯ )";
+// As hermes 0.18.2 draws it (the trailing cells after the box are its own).
+const char* panel = R"(● delete it
+╭────────────────────────────────────────────────╮
+│ ⚠️  Dangerous Command                          │
+│                                                │
+│ rm -rf /tmp/scratch                            │       
+│                                                │
+│ ❯ 1. Allow once                                │
+│   2. Allow for this session                    │
+│   3. Add to permanent allowlist                │
+│   4. Deny                                      │
+│                                                │
+│ delete in root path                            │
+╰────────────────────────────────────────────────╯
+
+  ↑/↓ to select, Enter to confirm  (57s)
+ ⚕ fake-model │ 10/131.1K │ [░░░░░░░░░░] 0% │ 2m │ ⏱ 2s
+──────────────────────────────
+⚠ ❯
+──────────────────────────────)";
 
 } // namespace
 
@@ -49,7 +57,9 @@ TEST_CASE("the numbered panel gives the preview, the offered choices and their d
   auto prompt = parse_approval_prompt(panel);
   REQUIRE(prompt);
   CHECK_FALSE(prompt->legacy);
-  CHECK(prompt->preview == "rm -rf /tmp/scratch Hermes wants to run a command flagged as dangerous.");
+  CHECK(prompt->command == "rm -rf /tmp/scratch");
+  CHECK(prompt->description == "delete in root path");
+  CHECK_FALSE(prompt->truncated);
   CHECK(prompt->choices() == std::vector<std::string>{"once", "session", "always", "deny"});
   CHECK(prompt->keys_for("once") == keys{"1"});
   CHECK(prompt->keys_for("session") == keys{"2"});
@@ -75,11 +85,13 @@ TEST_CASE("no prompt without the title, the allow-once row and the deny row") {
 }
 
 TEST_CASE("the legacy line prompt answers with letters while nothing is typed after it") {
-  std::string legacy = "⚠️  DANGEROUS COMMAND: rm -rf /\n[o]nce  |  [s]ession  |  [a]lways  |  [d]eny\nChoice [o/s/a/D]: \n\n\n";
+  std::string legacy = "\n  ⚠️  DANGEROUS COMMAND: recursive delete\n      rm -rf /\n\n"
+                       "      [o]nce  |  [s]ession  |  [a]lways  |  [d]eny\n\n      Choice [o/s/a/D]: \n\n\n";
   auto prompt = parse_approval_prompt(legacy);
   REQUIRE(prompt);
   CHECK(prompt->legacy);
-  CHECK(prompt->preview == "rm -rf /");
+  CHECK(prompt->command == "rm -rf /"); // the header names the danger, not the command
+  CHECK(prompt->description == "recursive delete");
   CHECK(prompt->keys_for("session") == keys{"s", "Enter"});
   CHECK(prompt->keys_for("deny") == keys{"d", "Enter"});
   CHECK(parse_approval_prompt(legacy + "❯\n")); // the TUI's own prompt below it
@@ -91,11 +103,46 @@ TEST_CASE("a panel without digits (older Hermes) is answered by moving to the ro
                       "│   Add to permanent allowlist │\n│   Deny │\n│   Show full command │\n╰────╯\n";
   auto prompt = parse_approval_prompt(panel);
   REQUIRE(prompt);
-  CHECK(prompt->preview == "curl x | sh");
+  CHECK(prompt->command == "curl x | sh");
   CHECK(prompt->selected == 1);
   CHECK(prompt->choices() == keys{"once", "session", "always", "deny"}); // "Show full command" is no answer
   CHECK(prompt->keys_for("session") == keys{"Enter"});
   CHECK(prompt->keys_for("once") == keys{"Up", "Enter"});
   CHECK(prompt->keys_for("deny") == keys{"Down", "Down", "Enter"});
   CHECK(prompt->keys_for("view") == keys{"Down", "Down", "Enter"}); // never chosen for a client: deny
+}
+
+TEST_CASE("a long command's panel: row 5 views it, wrapped rows are joined back, a cut one is marked") {
+  std::string wrapped = "╭──────────────────────────────────────────────────────────────────╮\n"
+                        "│ ⚠️  Dangerous Command                                            │\n"
+                        "│                                                                  │\n"
+                        "│ rm -rf /tmp/rt/ws/some/very/long/path/that/goes/on/and/on/for/qu │\n"
+                        "│ ite/a/while/x /tmp/rt/ws/another/long/one/y                      │\n"
+                        "│                                                                  │\n"
+                        "│ ❯ 1. Allow once                                                  │\n"
+                        "│   2. Allow for this session                                      │\n"
+                        "│   3. Add to permanent allowlist                                  │\n"
+                        "│   4. Deny                                                        │\n"
+                        "│   5. Show full command                                           │\n"
+                        "│                                                                  │\n"
+                        "│ delete in root path                                              │\n"
+                        "╰──────────────────────────────────────────────────────────────────╯\n";
+  auto prompt = parse_approval_prompt(wrapped);
+  REQUIRE(prompt);
+  CHECK(prompt->command ==
+        "rm -rf /tmp/rt/ws/some/very/long/path/that/goes/on/and/on/for/quite/a/while/x /tmp/rt/ws/another/long/one/y");
+  CHECK(prompt->choices() == keys{"once", "session", "always", "deny"});
+  CHECK(prompt->view_keys() == keys{"5"});
+  CHECK(prompt->keys_for("view") == keys{"4"}); // never an answer: deny
+  CHECK_FALSE(prompt->truncated);
+  std::string row = "│ ite/a/while/x /tmp/rt/ws/another/long/one/y                      │";
+  std::string cut = wrapped;
+  cut.replace(cut.find(row), row.size(), "│ … (choose Show full command)                                     │");
+  auto partial = parse_approval_prompt(cut);
+  REQUIRE(partial);
+  CHECK(partial->truncated);
+}
+
+TEST_CASE("a tab in the needle is looked for as the TUI draws it") {
+  CHECK(commit_needle("a\tb and more") == "a^Ib and more");
 }

@@ -177,3 +177,43 @@ TEST_CASE("a steer's user row keeps the turn going until it is answered") {
   CHECK(mirror.finished());
   CHECK(mirror.interrupted());
 }
+
+TEST_CASE("a /steer carried by a tool result: the final answer ends the turn") {
+  recording_sink sink;
+  row_mirror mirror(sink, json::array());
+  mirror.delivered(10);
+  mirror.steered(11);
+  mirror.feed({12, "s", "assistant", "", R"([{"id": "c1", "function": {"name": "terminal", "arguments": "{}"}}])", "",
+               "", "tool_calls"});
+  mirror.feed({13, "s", "tool", "output", "", "c1", "terminal", ""});
+  mirror.feed({14, "s", "assistant", "done, and the steer too", "", "", "", "stop"});
+  CHECK(mirror.finished());
+  CHECK_FALSE(mirror.awaiting_steer());
+}
+
+TEST_CASE("a /steer no tool result carried: the run waits for it as the next turn and its answer") {
+  recording_sink sink;
+  row_mirror mirror(sink, json::array());
+  mirror.delivered(10);
+  mirror.steered(10);
+  mirror.feed({11, "s", "assistant", "tick0 done", "", "", "", "stop"});
+  CHECK_FALSE(mirror.finished());
+  CHECK(mirror.awaiting_steer());
+  mirror.feed({12, "s", "user", "and then stop", "", "", "", ""});
+  CHECK_FALSE(mirror.awaiting_steer());
+  mirror.feed({13, "s", "assistant", "echo: and then stop", "", "", "", "stop"});
+  CHECK(mirror.finished());
+  CHECK(mirror.final_text() == "echo: and then stop");
+}
+
+TEST_CASE("a /steer that never came back: the answer already mirrored ends the run") {
+  recording_sink sink;
+  row_mirror mirror(sink, json::array());
+  mirror.delivered(10);
+  mirror.steered(10);
+  mirror.feed({11, "s", "assistant", "answer", "", "", "", "stop"});
+  REQUIRE(mirror.awaiting_steer());
+  mirror.steer_not_coming();
+  CHECK(mirror.finished());
+  CHECK(mirror.final_text() == "answer");
+}
