@@ -309,12 +309,13 @@ void handle_line(broker_actor* self, handle h, const std::string& line) {
       conn.authenticated = true;
     }
     req.erase("token"); // never passed on, stored or logged
-    if (protocol::field_truthy(req, "keepalive"))
-      conn.keepalive = true;
+    // Every request says whether the connection stays: one without
+    // "keepalive": true is the client's last, answered and then closed.
+    conn.keepalive = protocol::field_truthy(req, "keepalive");
     if (protocol::has_field(req, "id"))
       to.id = protocol::dumps(protocol::field(req, "id"));
   } catch (const std::exception&) {
-    // answered below, in order, like any other request
+    conn.keepalive = false; // a line that is no request cannot ask to keep the connection
   }
   if (!self->state.settings->token.empty() && !conn.authenticated) {
     conn.keepalive = false;
