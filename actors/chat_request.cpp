@@ -1,6 +1,7 @@
 #include "actors/chat_request.hpp"
 
 #include "protocol/json_text.hpp"
+#include "protocol/names.hpp"
 #include "protocol/request.hpp"
 #include "protocol/wire_error.hpp"
 
@@ -25,6 +26,7 @@ chat_request read_chat(const std::string& request_line, const std::string& harne
   protocol::json req = protocol::json::parse(request_line);
   auto& [profile, model, provider, harness, workspace] = out.recipe;
   profile = protocol::field_str(req, "profile");
+  protocol::check_profile_name(profile); // it becomes <hermes-home>/profiles/<profile>
   model = protocol::py_strip(protocol::field_str(req, "model"));
   provider = protocol::py_strip(protocol::field_str(req, "provider"));
   harness = protocol::py_lower(protocol::py_strip(protocol::field_str(req, "harness")));

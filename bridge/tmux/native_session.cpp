@@ -2,6 +2,7 @@
 
 #include "bridge/tmux/row_mirror.hpp"
 #include "protocol/json_text.hpp"
+#include "protocol/sha256.hpp"
 #include "protocol/wire_error.hpp"
 
 #include <cerrno>
@@ -27,16 +28,9 @@ double wall_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-std::string hex_digest(const std::string& text) { // FNV-1a: stable across builds
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  char out[17];
-  std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(h));
-  return out;
-}
+// 128 bits of SHA-256: ids that collide would share one TUI, and the
+// socket path must stay under AF_UNIX's 108 bytes.
+std::string hex_digest(const std::string& text) { return protocol::sha256_hex(text).substr(0, 32); }
 
 // Creates `path` (and missing parents) owner-only; refuses a directory that
 // another user owns or others can enter.

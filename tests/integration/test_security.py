@@ -111,6 +111,22 @@ class Tokens(unittest.TestCase):
             self.assertNotIn("s3cret-token", b.stderr())
 
 
+class Names(unittest.TestCase):
+    def test_a_profile_that_is_a_path_is_a_value_error_and_creates_nothing(self):
+        with Bridge() as b:
+            outside = b.dir / "outside"
+            for profile in ("../outside", "../../outside", str(outside), "a/b", "..", "."):
+                with self.subTest(profile=profile):
+                    reply = b.request({"action": "chat", "session_id": "p", "message": "hi", "profile": profile})
+                    self.assertEqual(reply["error_type"], "ValueError", reply)
+                    self.assertIn("plain name", reply["error"])
+            self.assertFalse(outside.exists())
+            self.assertEqual(sorted(p.name for p in b.home.iterdir() if p.name != "hermes-bridge"),
+                             ["config.yaml"])
+            self.assertEqual(b.request({"action": "list"})["sessions"], [])
+            self.assertEqual(b.chat("p", "hi", wait=True, profile="default")["status"], "complete")
+
+
 class Limits(unittest.TestCase):
     def test_connections_beyond_the_cap_are_refused_clearly(self):
         with Bridge(args=["--max-connections", "4"]) as b:
