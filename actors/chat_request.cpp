@@ -45,6 +45,12 @@ chat_request read_chat(const std::string& request_line, const std::string& harne
   if (plan.wait)
     plan.timeout = protocol::field_float(req, "timeout");
   plan.replay = protocol::py_strip(protocol::field_str(req, "replay"));
+  // Kept with the run so a crash mid-turn cannot take the turn out of the history.
+  if (plan.replay.empty()) {
+    const auto& message = protocol::has_field(req, "message") ? protocol::field(req, "message")
+                                                             : protocol::field(req, "input");
+    plan.user_message = protocol::dumps(message.is_null() ? protocol::json("") : message);
+  }
   if (!plan.replay.empty() && protocol::has_field(req, "speed")) {
     plan.replay_speed = protocol::field_float(req, "speed");
     if (!(plan.replay_speed > 0))

@@ -120,8 +120,8 @@ void deliver_result(session_actor* self, const std::string& run_id, caf::respons
 void start_run(session_actor* self, chat_plan plan, caf::response_promise rp) {
   std::string run_id = new_id();
   double started = now_seconds();
-  self->request(self->state.links.writer, caf::infinite, open_run_atom::value, run_id,
-                self->state.id, started)
+  self->request(self->state.links.writer, caf::infinite,
+                run_opening{run_id, self->state.id, started, plan.user_message})
     .then(
       [=](bool) mutable {
         auto& st = self->state;

@@ -141,6 +141,7 @@ int run_serve(const serve_flags& flags, int ready_fd) {
              {"runs_interrupted", std::to_string(log.recovered.runs_interrupted)},
              {"approvals_denied", std::to_string(log.recovered.approvals_denied)},
              {"compressions_failed", std::to_string(log.recovered.compressions_failed)},
+             {"turns_kept", std::to_string(log.recovered.turns_kept)},
              {"sessions_dormant", std::to_string(log.sessions.size())}});
 
   hb::actors::daemon_settings settings;
