@@ -8,6 +8,7 @@
 #include "bridge/python/embedded_agent.hpp"
 #include "protocol/endpoint.hpp"
 #include "protocol/json_text.hpp"
+#include "protocol/trust.hpp"
 #include "storage/log_startup.hpp"
 
 #include <CLI/CLI.hpp>
@@ -167,13 +168,13 @@ int run_serve(const serve_flags& flags, int ready_fd) {
     activated = listen_fd >= 0;
     if (!flags.token_file.empty())
       settings.token = hb::app::read_token_file(flags.token_file);
-    if (endpoint.type == hb::protocol::endpoint::kind::tcp && !hb::protocol::is_loopback_host(endpoint.host) &&
-        settings.token.empty())
-      throw std::runtime_error("tcp://" + endpoint.host + " is reachable from other machines; "
-                               "give --token-file so that only clients with the token are served");
+    hb::protocol::require_trusted_tree(settings.native->runtime_dir, "native session directory");
     if (!activated)
       listen_fd = hb::protocol::listen_on(endpoint);
+    hb::app::check_listener_reach(listen_fd, activated, !settings.token.empty());
   } catch (const std::exception& e) {
+    if (listen_fd >= 0)
+      ::close(listen_fd);
     return refuse_to_start(e.what());
   }
   settings.endpoint = flags.endpoint;

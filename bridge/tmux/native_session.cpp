@@ -3,6 +3,7 @@
 #include "bridge/tmux/row_mirror.hpp"
 #include "protocol/json_text.hpp"
 #include "protocol/sha256.hpp"
+#include "protocol/trust.hpp"
 #include "protocol/wire_error.hpp"
 
 #include <cerrno>
@@ -35,12 +36,10 @@ std::string hex_digest(const std::string& text) { return protocol::sha256_hex(te
 // Creates `path` (and missing parents) owner-only; refuses a directory that
 // another user owns or others can enter.
 void private_dir(const std::string& path) {
-  for (size_t at = 1; at <= path.size(); ++at) {
-    if (at != path.size() && path[at] != '/')
-      continue;
-    std::string part = path.substr(0, at);
-    if (::mkdir(part.c_str(), 0700) != 0 && errno != EEXIST)
-      throw protocol::runtime_error("cannot create " + part + ": " + std::strerror(errno));
+  try {
+    protocol::make_trusted_dir(path, "native session directory");
+  } catch (const std::runtime_error& e) {
+    throw protocol::runtime_error(e.what());
   }
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::getuid())

@@ -67,6 +67,62 @@ class UnixSockets(unittest.TestCase):
             self.assertEqual(json.loads(b.ready_line)["endpoint"], b.endpoint)
 
 
+class Directories(unittest.TestCase):
+    def refused(self, b: Bridge) -> str:
+        with self.assertRaises(AssertionError) as refused:
+            b.start()
+        b.stop()
+        return str(refused.exception)
+
+    def test_a_socket_directory_others_can_write_is_refused(self):
+        b = Bridge()
+        shared = b.dir / "shared"
+        shared.mkdir()
+        shared.chmod(0o777)  # no sticky bit: anyone could swap the socket
+        b.endpoint = f"ipc://{shared}/bridge.sock"
+        message = self.refused(b)
+        self.assertIn(f"socket directory {shared} is writable by group or others", message)
+        self.assertFalse((shared / "bridge.sock").exists())
+
+    def test_a_socket_directory_of_another_user_is_refused(self):
+        if os.geteuid() != 0:
+            self.skipTest("needs root to hand a directory to another user")
+        b = Bridge()
+        theirs = b.dir / "theirs"
+        theirs.mkdir(mode=0o755)
+        os.chown(theirs, 12345, 12345)
+        b.endpoint = f"ipc://{theirs}/bridge.sock"
+        self.assertIn(f"socket directory {theirs} belongs to uid 12345", self.refused(b))
+
+    def test_a_root_owned_sticky_directory_like_tmp_is_accepted(self):
+        # Hermes Studio's default endpoint is ipc:///tmp/hermes-agent-bridge.sock.
+        b = Bridge()
+        b.endpoint = f"ipc:///tmp/hb-sticky-{os.getpid()}.sock"
+        with b:
+            self.assertTrue(b.request({"action": "ping"})["pong"])
+
+    def test_directories_the_daemon_creates_are_owner_only(self):
+        b = Bridge()
+        b.endpoint = f"ipc://{b.dir}/made/for/it/bridge.sock"
+        with b:
+            for d in ("made", "made/for", "made/for/it"):
+                self.assertEqual(stat.S_IMODE((b.dir / d).stat().st_mode), 0o700, d)
+
+    def test_a_native_directory_others_can_write_is_refused(self):
+        b = Bridge()
+        native = b.dir / "native"
+        (native / "somesession").mkdir(parents=True, mode=0o700)
+        b.args = ["--native-dir", str(native)]
+        native.chmod(0o770)
+        self.assertIn(f"native session directory {native} is writable by group or others", self.refused(b))
+        c = Bridge()
+        native = c.dir / "native"
+        (native / "somesession").mkdir(parents=True, mode=0o700)
+        (native / "somesession").chmod(0o722)
+        c.args = ["--native-dir", str(native)]
+        self.assertIn(f"native session directory {native / 'somesession'} is writable", self.refused(c))
+
+
 class Tokens(unittest.TestCase):
     def token_file(self, directory: Path, mode: int = 0o600) -> Path:
         path = directory / "token"
@@ -87,6 +143,62 @@ class Tokens(unittest.TestCase):
             c.start()
         self.assertIn("readable by others", str(refused.exception))
         c.stop()
+
+    def test_tcp_on_loopback_without_a_token_warns(self):
+        with Bridge(transport="tcp") as b:
+            self.assertTrue(b.request({"action": "ping"})["pong"])
+            self.assertIn("event=access.no_token", b.stderr())
+            self.assertIn("any local user can connect", b.stderr())
+        with Bridge() as b:  # a unix socket is owner-only: nothing to warn about
+            self.assertNotIn("access.no_token", b.stderr())
+
+    def test_loopback_is_the_bound_address_not_the_name(self):
+        # "localhost" resolves to loopback: served; the daemon's own
+        # non-loopback address is refused whatever it is called.
+        b = Bridge(transport="tcp")
+        b.endpoint = f"tcp://localhost:{free_port()}"
+        with b:
+            self.assertIn("address=127.0.0.1:", b.stderr())
+        outward = [a for a in subprocess.run(["hostname", "-I"], capture_output=True, text=True).stdout.split()
+                   if "." in a and not a.startswith("127.")]
+        if not outward:
+            self.skipTest("this machine has no non-loopback IPv4 address")
+        c = Bridge(transport="tcp")
+        c.endpoint = f"tcp://{outward[0]}:{free_port()}"
+        with self.assertRaises(AssertionError) as refused:
+            c.start()
+        self.assertIn(f"is bound to {outward[0]}:", str(refused.exception))
+        c.stop()
+
+    def test_the_terminal_client_sends_the_token(self):
+        b = Bridge(transport="tcp")
+        token = self.token_file(b.dir)
+        b.args = ["--token-file", str(token)]
+        request = b.request
+        b.request = lambda obj, timeout=30.0: request({**obj, "token": "s3cret-token"}, timeout)
+        with b:
+            call = [str(bridge_binary()), "call", "--endpoint", b.endpoint]
+            denied = subprocess.run(call + ['{"action": "ping"}'], capture_output=True, timeout=30)
+            self.assertEqual(denied.returncode, 1)
+            self.assertIn(b"unauthorized", denied.stdout)
+            served = subprocess.run(call + ["--token-file", str(token), '{"action": "ping"}'],
+                                    capture_output=True, timeout=30)
+            self.assertEqual(served.returncode, 0, served.stdout + served.stderr)
+            self.assertIn(b'"pong": true', served.stdout)
+            chat = subprocess.run([str(bridge_binary()), "chat", "--endpoint", b.endpoint, "--token-file", str(token),
+                                   "--session", "tok", "hello"], capture_output=True, timeout=60)
+            self.assertEqual(chat.returncode, 0, chat.stderr)
+            self.assertIn(b"echo: hello", chat.stdout)
+            attach = subprocess.run([str(bridge_binary()), "attach", "--endpoint", b.endpoint, "--token-file",
+                                     str(token), "--print", "tok"], capture_output=True, timeout=30)
+            self.assertIn(b"is not a native session", attach.stderr)  # it got past the token
+            loose = b.dir / "loose-token"
+            loose.write_text("s3cret-token")
+            loose.chmod(0o644)
+            refused = subprocess.run(call + ["--token-file", str(loose), '{"action": "ping"}'],
+                                     capture_output=True, timeout=30)
+            self.assertEqual(refused.returncode, 2, refused.stderr)
+            self.assertIn(b"readable by others", refused.stderr)
 
     def test_only_clients_with_the_token_are_served(self):
         b = Bridge(transport="tcp")
@@ -171,6 +283,54 @@ class Limits(unittest.TestCase):
 
 
 class SocketActivation(unittest.TestCase):
+    def start_with_inherited(self, listener: socket.socket, home: Path, *extra: str) -> subprocess.Popen:
+        def as_fd_3():  # systemd's place for the first inherited socket
+            if listener.fileno() == 3:
+                os.set_inheritable(3, True)
+            else:
+                os.dup2(listener.fileno(), 3)
+        return subprocess.Popen(
+            ["/bin/sh", "-c", 'export LISTEN_PID=$$ LISTEN_FDS=1; exec "$0" "$@"', str(bridge_binary()),
+             "--agent-root", str(FAKE_AGENT), "--hermes-home", str(home), *extra],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=as_fd_3, close_fds=False)
+
+    def test_an_inherited_tcp_socket_follows_the_endpoint_rule(self):
+        home = Path(tempfile.mkdtemp(prefix="hb-activation-"))
+        (home / "config.yaml").write_text(json.dumps({"model": {"default": "fake-model"}}))
+        try:
+            exposed = socket.socket()
+            exposed.bind(("0.0.0.0", 0))
+            exposed.listen(4)
+            # The endpoint flag says loopback; the socket systemd handed over is what counts.
+            proc = self.start_with_inherited(exposed, home, "--endpoint", "tcp://127.0.0.1:1")
+            out, err = proc.communicate(timeout=30)
+            exposed.close()
+            self.assertEqual(proc.returncode, 1)
+            self.assertEqual(out, b"")
+            self.assertIn(b"the socket handed over by systemd (LISTEN_FDS) is bound to 0.0.0.0:", err)
+            self.assertIn(b"--token-file", err)
+            local = socket.socket()
+            local.bind(("127.0.0.1", 0))
+            local.listen(4)
+            proc = self.start_with_inherited(local, home, "--endpoint", f"tcp://127.0.0.1:{local.getsockname()[1]}")
+            try:
+                ready, _, _ = select.select([proc.stdout], [], [], 20)
+                self.assertTrue(ready, "no ready line")
+                self.assertIn(b'"ready"', proc.stdout.readline())
+                with socket.create_connection(local.getsockname(), timeout=10) as client:
+                    client.sendall(b'{"action": "ping"}\n')
+                    self.assertIn(b'"pong": true', client.recv(65536))
+            finally:
+                proc.terminate()
+                proc.wait(10)
+                err = proc.stderr.read()
+                proc.stdout.close()
+                proc.stderr.close()
+                local.close()
+            self.assertIn(b"event=access.no_token", err)
+        finally:
+            subprocess.run(["rm", "-rf", str(home)])
+
     def test_an_inherited_listening_socket_is_served(self):
         home = Path(tempfile.mkdtemp(prefix="hb-activation-"))
         (home / "config.yaml").write_text(json.dumps({"model": {"default": "fake-model"}}))
