@@ -70,6 +70,10 @@ void chat(broker_actor* self, const reply_to& to, const json& req) {
   std::string id = protocol::py_strip(protocol::field_str(req, "session_id"));
   if (id.empty())
     id = new_id();
+  size_t max_sessions = self->state.settings->max_sessions;
+  if (!known_session(self, id) && self->state.sessions.size() >= max_sessions)
+    throw protocol::runtime_error("too many sessions (--max-sessions " + std::to_string(max_sessions) +
+                                  "): destroy sessions that are no longer needed, or raise the limit");
   caf::actor session = session_for(self, id);
   self->request(session, caf::infinite, chat_atom::value, protocol::dumps(req))
     .then(

@@ -91,6 +91,8 @@ struct daemon_settings {
   std::chrono::seconds drain_timeout{5};
   size_t readers = 2;
   size_t max_connections = 4096;
+  uint64_t max_pending_bytes = 256u << 20; // unfinished request lines, all connections together
+  size_t max_sessions = 10'000;
   std::string token; // empty: no token required (never logged)
   double retain_days = 30;
   int64_t retain_mb = 4096;

@@ -5,6 +5,7 @@
 #include "actors/vocabulary.hpp"
 #include "app/access.hpp"
 #include "app/commands.hpp"
+#include "app/open_files.hpp"
 #include "bridge/python/embedded_agent.hpp"
 #include "protocol/endpoint.hpp"
 #include "protocol/json_text.hpp"
@@ -61,6 +62,8 @@ struct serve_flags {
   std::string endpoint = hb::protocol::default_endpoint();
   std::string token_file;
   size_t max_connections = 4096;
+  uint64_t max_pending_bytes = 256u << 20;
+  size_t max_sessions = 10'000;
   std::string agent_root = "~/.hermes/hermes-agent";
   std::string hermes_home = "~/.hermes";
   std::string db;
@@ -179,7 +182,19 @@ int run_serve(const serve_flags& flags, int ready_fd) {
   }
   settings.endpoint = flags.endpoint;
   settings.db_path = db_path;
-  settings.max_connections = flags.max_connections;
+  try {
+    auto budget = hb::app::fit_connections(flags.max_connections);
+    settings.max_connections = budget.max_connections;
+    if (budget.lowered)
+      log_event(log_level::warn, "connections.capped", "--max-connections lowered to fit the open-file limit",
+                {{"max_connections", std::to_string(budget.max_connections)},
+                 {"open_file_limit", std::to_string(budget.open_file_limit)}});
+  } catch (const std::exception& e) {
+    ::close(listen_fd);
+    return refuse_to_start(e.what());
+  }
+  settings.max_pending_bytes = flags.max_pending_bytes;
+  settings.max_sessions = flags.max_sessions;
   if (endpoint.type == hb::protocol::endpoint::kind::ipc && !activated)
     settings.socket_path = endpoint.path; // unlinked on stop (systemd owns an inherited one)
   settings.max_line_bytes = flags.max_line_bytes;
@@ -236,8 +251,21 @@ int main(int argc, char** argv) {
                     "(required for tcp:// on a non-loopback address; the file must be 0600)")
     ->envname("HERMES_BRIDGE_TOKEN_FILE");
   serve->add_option("--max-connections", flags.max_connections,
-                    "connections beyond this many are refused with an error")
+                    "connections beyond this many are refused with an error (lowered, with a warning, to "
+                    "fit under the open-file limit, which is raised to its hard limit at start)")
     ->envname("HERMES_BRIDGE_MAX_CONNECTIONS")
+    ->check(CLI::PositiveNumber)
+    ->capture_default_str();
+  serve->add_option("--max-pending-bytes", flags.max_pending_bytes,
+                    "bytes of unfinished request lines held for all connections together; data beyond "
+                    "is refused with an error")
+    ->envname("HERMES_BRIDGE_MAX_PENDING_BYTES")
+    ->check(CLI::PositiveNumber)
+    ->capture_default_str();
+  serve->add_option("--max-sessions", flags.max_sessions,
+                    "sessions (live or dormant) the daemon keeps; a chat for a new session id beyond is "
+                    "refused with an error")
+    ->envname("HERMES_BRIDGE_MAX_SESSIONS")
     ->check(CLI::PositiveNumber)
     ->capture_default_str();
   serve->add_option("--agent-root", flags.agent_root,
@@ -295,7 +323,8 @@ int main(int argc, char** argv) {
     ->check(CLI::PositiveNumber)
     ->capture_default_str();
   serve->add_option("--read-timeout-ms", flags.read_timeout_ms,
-                    "a connection that has not sent a complete request line by then gets an error")
+                    "deadline for a whole request line, from its first byte (or from connecting): a "
+                    "connection that has not completed it by then gets an error, however it trickles in")
     ->envname("HERMES_BRIDGE_READ_TIMEOUT_MS")
     ->check(CLI::PositiveNumber)
     ->capture_default_str();

@@ -253,6 +253,92 @@ class Limits(unittest.TestCase):
             time.sleep(0.1)
             self.assertTrue(b.request({"action": "ping"})["pong"])
 
+    def test_the_cap_fits_the_open_file_limit_so_its_refusal_is_sent(self):
+        b = Bridge()
+        command = b.command
+        b.command = lambda: ["/bin/sh", "-c", 'ulimit -n 256; exec "$0" "$@"'] + command()  # soft and hard
+        with b:
+            logged = [line for line in b.stderr().splitlines() if "event=connections.capped" in line]
+            self.assertEqual(len(logged), 1, b.stderr())
+            cap = int(logged[0].split("max_connections=")[1].split()[0])
+            self.assertIn("open_file_limit=256", logged[0])
+            self.assertLess(cap, 256)
+            held = [b.connect() for _ in range(cap)]
+            time.sleep(0.2)
+            for _ in range(40):  # well past the cap: every one is told, none hangs
+                with b.connect(timeout=5) as refused:
+                    reply = json.loads(refused.recv(65536))
+                self.assertIn("too many connections", reply["error"])
+            for sock in held:
+                sock.close()
+            time.sleep(0.2)
+            self.assertTrue(b.request({"action": "ping"})["pong"])
+            self.assertEqual(b.chat("fd", "hi", wait=True)["status"], "complete")  # room left to work
+
+    def test_the_soft_open_file_limit_is_raised_to_the_hard_one(self):
+        b = Bridge()
+        command = b.command
+        b.command = lambda: ["/bin/sh", "-c", 'ulimit -S -n 200; exec "$0" "$@"'] + command()
+        with b:
+            pid = b.proc.pid
+            limits = Path(f"/proc/{pid}/limits").read_text()
+            soft, hard = next(line for line in limits.splitlines() if line.startswith("Max open files")).split()[3:5]
+            self.assertEqual(soft, hard)
+            self.assertGreater(int(soft), 200)
+
+    def test_max_sessions_refuses_new_session_ids(self):
+        with Bridge(args=["--max-sessions", "2"]) as b:
+            for sid in ("m1", "m2"):
+                self.assertEqual(b.chat(sid, "hi", wait=True)["status"], "complete")
+            refused = b.chat("m3", "hi", wait=True)
+            self.assertEqual(refused["error_type"], "RuntimeError")
+            self.assertIn("too many sessions (--max-sessions 2)", refused["error"])
+            self.assertEqual(b.chat("m1", "again", wait=True)["status"], "complete")  # known ids still run
+            self.assertTrue(b.request({"action": "destroy", "session_id": "m2"})["destroyed"])
+            self.assertEqual(b.chat("m3", "hi", wait=True)["status"], "complete")
+
+    def test_a_line_trickled_byte_by_byte_is_cut_at_the_deadline(self):
+        with Bridge(args=["--read-timeout-ms", "1500"]) as b:
+            for keepalive in (False, True):
+                with self.subTest(keepalive=keepalive), b.connect(timeout=10) as sock:
+                    if keepalive:
+                        sock.sendall(b'{"action": "ping", "keepalive": true}\n')
+                        self.assertIn(b'"pong"', sock.recv(65536))
+                    started = time.monotonic()
+                    answer = b""
+                    for byte in b'{"action": "ping", "padding": "' + b"x" * 100:
+                        try:
+                            sock.sendall(bytes([byte]))
+                        except OSError:
+                            break
+                        ready, _, _ = select.select([sock], [], [], 0.25)  # one byte every quarter second
+                        if ready:
+                            answer = sock.recv(65536)
+                            break
+                    elapsed = time.monotonic() - started
+                    self.assertIn(b"no complete request line within 1500 ms", answer)
+                    self.assertLess(elapsed, 4.0)  # the deadline, not the last byte, decides
+                    self.assertGreater(elapsed, 1.4)
+
+    def test_bytes_held_in_unfinished_lines_are_capped(self):
+        with Bridge(args=["--max-pending-bytes", "100000"]) as b:
+            first = b.connect(timeout=10)
+            first.sendall(b'{"action": "ping", "pad": "' + b"a" * 60000)
+            time.sleep(0.2)
+            with b.connect(timeout=10) as second:
+                second.sendall(b'{"action": "ping", "pad": "' + b"b" * 60000)
+                reply = json.loads(second.recv(65536))
+            self.assertEqual(reply["error_type"], "RuntimeError")
+            self.assertIn("--max-pending-bytes 100000", reply["error"])
+            self.assertIn("event=connection.refused_pending", b.stderr())
+            self.assertTrue(b.request({"action": "ping"})["pong"])  # small requests still fit
+            first.sendall(b'"}\n')  # the first line completes: its bytes are no longer held
+            self.assertIn(b'"pong": true', first.recv(65536))
+            first.close()
+            with b.connect(timeout=10) as third:
+                third.sendall(b'{"action": "ping", "pad": "' + b"c" * 90000 + b'"}\n')
+                self.assertIn(b'"pong": true', third.recv(65536))
+
     def test_thousands_of_silent_connections_do_not_delay_a_ping(self):
         with Bridge() as b:
             silent = [b.connect() for _ in range(2000)]
