@@ -121,7 +121,7 @@ int import_file(const import_flags& f) {
     SQLite::Statement mark_pruned(db, "UPDATE runs SET pruned_at=? WHERE run_id=?");
     for (const auto& run : bundle.runs) {
       const run_row& r = run.row;
-      writer->open_run(r.run_id, r.session_id, r.started_at); // the first write takes the write lock
+      writer->open_run(r.run_id, r.session_id, r.started_at, r.user_message.value_or(""));  // takes the write lock
       for (const auto& d : run.deltas)
         writer->append_delta(r.run_id, d.text, d.at);
       for (const auto& e : run.events)
