@@ -54,11 +54,11 @@ void require_trusted_dir(const std::string& path, const std::string& what) {
   bool ours = st.st_uid == ::geteuid();
   bool shared_tmp = st.st_uid == 0 && (st.st_mode & S_ISVTX);
   if (!ours && !(st.st_uid == 0 && (shared_tmp || !(st.st_mode & (S_IWGRP | S_IWOTH)))))
-    throw std::runtime_error("refusing to start: " + what + " " + path + " belongs to uid " +
+    throw std::runtime_error(what + " " + path + " belongs to uid " +
                              std::to_string(st.st_uid) + ", not to this user (uid " + std::to_string(::geteuid()) +
                              "); another user could replace what the daemon puts there");
   if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !shared_tmp)
-    throw std::runtime_error("refusing to start: " + what + " " + path +
+    throw std::runtime_error(what + " " + path +
                              " is writable by group or others; chmod go-w it (or choose another path)");
 }
 
