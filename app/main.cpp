@@ -248,7 +248,8 @@ int main(int argc, char** argv) {
     ->capture_default_str();
   serve->add_option("--token-file", flags.token_file,
                     "clients must send this file's token as \"token\" in their requests "
-                    "(required for tcp:// on a non-loopback address; the file must be 0600)")
+                    "(required for a TCP socket not bound to loopback, inherited ones included; the "
+                    "file must be 0600)")
     ->envname("HERMES_BRIDGE_TOKEN_FILE");
   serve->add_option("--max-connections", flags.max_connections,
                     "connections beyond this many are refused with an error (lowered, with a warning, to "
