@@ -189,6 +189,7 @@ void health(broker_actor* self, const reply_to& to) {
     int64_t questions = static_cast<int64_t>(st.questions.size());
     int64_t connections = static_cast<int64_t>(st.connections.size());
     int64_t watchers = static_cast<int64_t>(st.watchers.size());
+    int64_t held = static_cast<int64_t>(st.held_bytes);
     std::error_code ec;
     auto bytes = [&](const std::string& path) {
       auto size = std::filesystem::file_size(path, ec);
@@ -205,6 +206,7 @@ void health(broker_actor* self, const reply_to& to) {
                               .integer("pending_questions", questions)
                               .integer("connections", connections)
                               .integer("subscribers", watchers)
+                              .integer("pending_request_bytes", held)
                               .integer("log_bytes", log_bytes)
                               .integer("commits", commits)
                               .integer("committed_rows", rows)

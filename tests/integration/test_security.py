@@ -324,7 +324,9 @@ class Limits(unittest.TestCase):
         with Bridge(args=["--max-pending-bytes", "100000"]) as b:
             first = b.connect(timeout=10)
             first.sendall(b'{"action": "ping", "pad": "' + b"a" * 60000)
-            time.sleep(0.2)
+            deadline = time.monotonic() + 10
+            while b.request({"action": "health"})["pending_request_bytes"] < 60000 and time.monotonic() < deadline:
+                time.sleep(0.02)  # until the daemon holds all of it
             with b.connect(timeout=10) as second:
                 second.sendall(b'{"action": "ping", "pad": "' + b"b" * 60000)
                 reply = json.loads(second.recv(65536))
@@ -335,6 +337,7 @@ class Limits(unittest.TestCase):
             first.sendall(b'"}\n')  # the first line completes: its bytes are no longer held
             self.assertIn(b'"pong": true', first.recv(65536))
             first.close()
+            self.assertEqual(b.request({"action": "health"})["pending_request_bytes"], 0)
             with b.connect(timeout=10) as third:
                 third.sendall(b'{"action": "ping", "pad": "' + b"c" * 90000 + b'"}\n')
                 self.assertIn(b'"pong": true', third.recv(65536))
