@@ -7,6 +7,7 @@
 #include "bridge/python/embedded_agent.hpp"
 #include "bridge/tmux/native_session.hpp"
 #include "protocol/json_text.hpp"
+#include "protocol/names.hpp"
 #include "protocol/request.hpp"
 
 #include <caf/all.hpp>
@@ -310,6 +311,12 @@ void on_chat(session_actor* self, const std::string& request, caf::response_prom
       provider = st.provider;
     }
     workspace = st.workspace;
+  }
+  try {
+    protocol::check_profile_name(profile); // a stored one too: the log may predate the check
+  } catch (const protocol::wire_error& e) {
+    rp.deliver(error_line(e), st.created);
+    return;
   }
   st.busy = true;
   if (!st.agent || changed || !st.agent->usable())

@@ -8,6 +8,7 @@ import json
 import os
 import select
 import socket
+import sqlite3
 import stat
 import subprocess
 import tempfile
@@ -237,6 +238,28 @@ class Names(unittest.TestCase):
                              ["config.yaml"])
             self.assertEqual(b.request({"action": "list"})["sessions"], [])
             self.assertEqual(b.chat("p", "hi", wait=True, profile="default")["status"], "complete")
+
+    def test_a_stored_profile_that_is_a_path_is_not_resumed(self):
+        first = Bridge().start()
+        db = first.home / "hermes-bridge" / "events.db"
+        try:
+            self.assertEqual(first.chat("old", "hi", wait=True)["status"], "complete")
+            first.request({"action": "shutdown"})
+            first.proc.wait(10)
+            first.proc.stdout.close()
+            with sqlite3.connect(db) as c:  # as a log written before profiles were checked could hold
+                c.execute("UPDATE sessions SET config=json_set(config, '$.profile', '../../escaped')")
+            with Bridge(args=["--db", str(db)]) as again:
+                reply = again.chat("old", "hi again", wait=True)
+                self.assertEqual(reply["error_type"], "ValueError", reply)
+                self.assertIn("plain name", reply["error"])
+                self.assertEqual(again.request({"action": "status", "session_id": "old"})["exists"], True)
+            self.assertFalse((first.dir.parent / "escaped").exists())
+            verdict = subprocess.run([str(bridge_binary()), "verify", "--db", str(db)], capture_output=True)
+            self.assertEqual(verdict.returncode, 5)
+            self.assertIn(b"sessions session old: profile must be a plain name", verdict.stdout)
+        finally:
+            first.stop()
 
 
 class Limits(unittest.TestCase):
