@@ -98,9 +98,9 @@ class CrashResume(unittest.TestCase):
         self.assertTrue(set(sessions) <= listed)
         # The first turn, continued, and the second too, finished or cut.
         history = restarted.request({"action": "get_history", "session_id": sessions[0]})["history"]
-        self.assertEqual(history[:1], [{"role": "user", "content": f"first turn of {sessions[0]}"}])
         second = restarted.request({"action": "get_result", "run_id": runs[sessions[0]]})
-        if second["status"] == "interrupted":
+        if second["status"] == "interrupted":  # (it streams for a second: the kill comes sooner)
+            self.assertEqual(history[0], {"role": "user", "content": f"first turn of {sessions[0]}"})
             self.assertEqual(history[2], {"role": "user", "content": "script:say go;tool terminal ls;stream 200 5"})
             self.assertIn("cut off: hermes-bridge restarted", history[-1]["content"])
         follow = restarted.chat(sessions[0], "script:history", wait=True)
