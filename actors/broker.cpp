@@ -43,6 +43,10 @@ caf::actor session_actor_for(broker_actor* self, const std::string& id) {
   auto it = st.sessions.find(id);
   if (it != st.sessions.end())
     return it->second;
+  size_t max_sessions = st.settings->max_sessions;
+  if (st.sessions.size() >= max_sessions)
+    throw protocol::runtime_error("too many sessions (--max-sessions " + std::to_string(max_sessions) +
+                                  "): destroy sessions that are no longer needed, or raise the limit");
   auto session = spawn_session(self->system(), id, links_for_sessions(self));
   st.sessions.emplace(id, session);
   return session;
@@ -198,6 +202,7 @@ void health(broker_actor* self, const reply_to& to) {
     int64_t questions = static_cast<int64_t>(st.questions.size());
     int64_t connections = static_cast<int64_t>(st.connections.size());
     int64_t watchers = static_cast<int64_t>(st.watchers.size());
+    int64_t held = static_cast<int64_t>(st.held_bytes);
     std::error_code ec;
     auto bytes = [&](const std::string& path) {
       auto size = std::filesystem::file_size(path, ec);
@@ -214,6 +219,7 @@ void health(broker_actor* self, const reply_to& to) {
                               .integer("pending_questions", questions)
                               .integer("connections", connections)
                               .integer("subscribers", watchers)
+                              .integer("pending_request_bytes", held)
                               .integer("log_bytes", log_bytes)
                               .integer("commits", commits)
                               .integer("committed_rows", rows)
@@ -323,12 +329,13 @@ void handle_line(broker_actor* self, handle h, const std::string& line) {
       conn.authenticated = true;
     }
     req.erase("token"); // never passed on, stored or logged
-    if (protocol::field_truthy(req, "keepalive"))
-      conn.keepalive = true;
+    // Every request says whether the connection stays: one without
+    // "keepalive": true is the client's last, answered and then closed.
+    conn.keepalive = protocol::field_truthy(req, "keepalive");
     if (protocol::has_field(req, "id"))
       to.id = protocol::dumps(protocol::field(req, "id"));
   } catch (const std::exception&) {
-    // answered below, in order, like any other request
+    conn.keepalive = false; // a line that is no request cannot ask to keep the connection
   }
   if (!self->state.settings->token.empty() && !conn.authenticated) {
     conn.keepalive = false;

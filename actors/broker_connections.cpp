@@ -125,9 +125,25 @@ void write_line(broker_actor* self, handle h, const std::string& text) {
   buf.push_back('\n');
 }
 
+void forget_connection(broker_actor* self, handle h) {
+  auto& st = self->state;
+  auto it = st.connections.find(h.id());
+  if (it == st.connections.end())
+    return;
+  st.held_bytes -= it->second.held_bytes;
+  st.connections.erase(it);
+}
+
+// Brings the broker's count of bytes held in unfinished lines up to date
+// with what this connection's reader holds now.
+void recount_held(broker_actor* self, connection& conn) {
+  self->state.held_bytes += conn.reader.buffered() - conn.held_bytes;
+  conn.held_bytes = conn.reader.buffered();
+}
+
 void close_now(broker_actor* self, handle h) {
   drop_watchers_of(self, h);
-  self->state.connections.erase(h.id());
+  forget_connection(self, h);
   self->close(h); // graceful: what was written is sent before the FIN
 }
 
@@ -158,6 +174,7 @@ void on_peer_done(broker_actor* self, handle h) {
   conn.peer_done = true;
   if (!conn.streaming && !conn.one_shot_taken && !conn.reader.overflowed()) {
     std::string rest = conn.reader.take_rest();
+    recount_held(self, conn);
     if (!rest.empty() || conn.next_request == conn.first_seq)
       handle_line(self, h, rest);
   }
@@ -223,6 +240,30 @@ void on_new_connection(broker_actor* self, handle h) {
   self->configure_read(h, caf::io::receive_policy::at_most(8192)); // requests are small; big ones come in pieces
 }
 
+// Bytes in unfinished lines are held for their client. Past
+// --max-pending-bytes across all connections, data that would hold more is
+// refused with an answer, so slow or silent senders cannot fill memory.
+bool refuse_if_over_pending_cap(broker_actor* self, handle h, connection& conn, std::string_view data) {
+  auto& st = self->state;
+  uint64_t cap = st.settings->max_pending_bytes;
+  size_t nl = data.rfind('\n');
+  uint64_t held_after = nl == std::string_view::npos ? conn.reader.buffered() + data.size() : data.size() - nl - 1;
+  if (held_after <= conn.held_bytes || st.held_bytes - conn.held_bytes + held_after <= cap)
+    return false;
+  log_event(log_level::warn, "connection.refused_pending", "unfinished request lines hold too many bytes",
+            {{"connection", std::to_string(h.id())},
+             {"held_bytes", std::to_string(st.held_bytes)},
+             {"limit", std::to_string(cap) + " (--max-pending-bytes)"}});
+  conn.reader.take_rest();
+  recount_held(self, conn);
+  conn.keepalive = false;
+  conn.one_shot_taken = true;
+  respond(self, reply_to{h, conn.next_request++, ""},
+          error_line("RuntimeError", "the daemon holds too many bytes of unfinished requests (--max-pending-bytes " +
+                                       std::to_string(cap) + "); try again later"));
+  return true;
+}
+
 void on_data(broker_actor* self, const caf::io::new_data_msg& msg) {
   auto& conns = self->state.connections;
   auto it = conns.find(msg.handle.id());
@@ -230,8 +271,28 @@ void on_data(broker_actor* self, const caf::io::new_data_msg& msg) {
     return on_peer_done(self, msg.handle); // see half_close_scribe
   if (it == conns.end() || it->second.one_shot_taken || it->second.streaming)
     return; // like the seed: bytes after a one-shot request are ignored
-  it->second.last_activity = std::chrono::steady_clock::now();
-  it->second.reader.feed(std::string_view(msg.buf.data(), msg.buf.size()));
+  auto now = std::chrono::steady_clock::now();
+  std::string_view data(msg.buf.data(), msg.buf.size());
+  if (refuse_if_over_pending_cap(self, msg.handle, it->second, data))
+    return;
+  it->second.last_activity = now;
+  bool had_partial = it->second.reader.buffered() > 0;
+  bool took_line = false;
+  it->second.reader.feed(data);
+  // Whatever the lines below do, the count of held bytes follows the reader
+  // (and a connection that takes no more lines holds none).
+  struct recount_on_exit {
+    broker_actor* self;
+    handle h;
+    ~recount_on_exit() {
+      auto it = self->state.connections.find(h.id());
+      if (it == self->state.connections.end())
+        return;
+      if (it->second.one_shot_taken || it->second.streaming)
+        it->second.reader.take_rest(); // ignored from now on (on_peer_done reads it only before)
+      recount_held(self, it->second);
+    }
+  } recount{self, msg.handle};
   for (;;) {
     it = conns.find(msg.handle.id()); // answering may have closed it
     if (it == conns.end() || it->second.one_shot_taken || it->second.streaming)
@@ -247,15 +308,21 @@ void on_data(broker_actor* self, const caf::io::new_data_msg& msg) {
                                                  std::to_string(conn.reader.max_line_bytes()) +
                                                  " bytes (--max-line-bytes)"));
     }
-    if (!line)
+    if (!line) {
+      // A line begun by this data starts its deadline now; one that was
+      // already under way keeps its own, however slowly it trickles in.
+      if (conn.reader.buffered() > 0 && (took_line || !had_partial))
+        conn.line_started = now;
       return;
+    }
+    took_line = true;
     handle_line(self, msg.handle, *line);
   }
 }
 
 void on_connection_closed(broker_actor* self, handle h) {
   drop_watchers_of(self, h);
-  self->state.connections.erase(h.id());
+  forget_connection(self, h);
 }
 
 void respond(broker_actor* self, const reply_to& to, std::string line) {
@@ -384,7 +451,7 @@ void sweep_connections(broker_actor* self) {
     if (conn.streaming || conn.one_shot_taken || conn.peer_done)
       continue;
     if (waits_for_a_line(conn)) {
-      if (now - conn.last_activity >= st.settings->read_timeout)
+      if (now - conn.line_started >= st.settings->read_timeout)
         late.push_back(id);
     } else if (conn.keepalive && conn.next_answer == conn.next_request &&
                now - conn.last_activity >= st.settings->keepalive_idle) {
@@ -395,6 +462,8 @@ void sweep_connections(broker_actor* self) {
     auto& conn = st.connections.at(id);
     conn.keepalive = false;
     conn.one_shot_taken = true;
+    conn.reader.take_rest(); // cut off: the rest of its line is not waited for
+    recount_held(self, conn);
     respond(self, reply_to{handle::from_int(id), conn.next_request++, ""},
             error_line("RuntimeError", "no complete request line within " +
                                          std::to_string(st.settings->read_timeout.count()) + " ms"));

@@ -44,6 +44,10 @@ struct connection {
         next_answer(first_seq) {}
   protocol::line_reader reader;
   steady_time last_activity = std::chrono::steady_clock::now();
+  // When the unfinished line began (its first byte; the connection's start
+  // for a first request not yet begun): --read-timeout-ms runs from here.
+  steady_time line_started = last_activity;
+  uint64_t held_bytes = 0; // this connection's share of broker_state::held_bytes
   bool keepalive = false;  // a request asked for it: read and answer more lines
   bool one_shot_taken = false; // without keepalive: one request, later bytes ignored
   bool streaming = false;  // a subscription owns the connection
@@ -88,6 +92,7 @@ struct broker_state {
   std::map<std::string, caf::actor> sessions;
   question_table questions;
   std::unordered_map<int64_t, connection> connections;
+  uint64_t held_bytes = 0; // in unfinished lines, all connections (--max-pending-bytes)
   uint64_t next_serial = 0; // see connection::first_seq
   std::unordered_map<uint64_t, watcher> watchers;
   uint64_t next_watcher = 0;
@@ -160,7 +165,8 @@ void on_drained(broker_actor* self, handle h);
 uint64_t unsent_bytes(broker_actor* self, handle h);
 
 const caf::actor& next_reader(broker_actor* self);
-// The session actor for `id`, spawned (as a new session) if there is none.
+// The session actor for `id`, spawned (as a new session) if there is none;
+// throws protocol::wire_error when --max-sessions sessions exist already.
 caf::actor session_actor_for(broker_actor* self, const std::string& id);
 // Destroys these sessions (already out of the table); `finish` hears how many existed.
 void destroy_sessions(broker_actor* self, std::vector<caf::actor> sessions,

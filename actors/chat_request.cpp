@@ -1,6 +1,7 @@
 #include "actors/chat_request.hpp"
 
 #include "protocol/json_text.hpp"
+#include "protocol/names.hpp"
 #include "protocol/request.hpp"
 #include "protocol/wire_error.hpp"
 
@@ -27,6 +28,7 @@ chat_request read_chat(const std::string& request_line, const std::string& harne
   protocol::json req = protocol::json::parse(request_line);
   auto& [profile, model, provider, harness, workspace] = out.recipe;
   profile = protocol::field_str(req, "profile");
+  protocol::check_profile_name(profile); // it becomes <hermes-home>/profiles/<profile>
   model = protocol::py_strip(protocol::field_str(req, "model"));
   provider = protocol::py_strip(protocol::field_str(req, "provider"));
   harness = protocol::py_lower(protocol::py_strip(protocol::field_str(req, "harness")));
@@ -48,6 +50,12 @@ chat_request read_chat(const std::string& request_line, const std::string& harne
   if (plan.wait)
     plan.timeout = protocol::field_float(req, "timeout");
   plan.replay = protocol::py_strip(protocol::field_str(req, "replay"));
+  // Kept with the run so a crash mid-turn cannot take the turn out of the history.
+  if (plan.replay.empty()) {
+    const auto& message = protocol::has_field(req, "message") ? protocol::field(req, "message")
+                                                             : protocol::field(req, "input");
+    plan.user_message = protocol::dumps(message.is_null() ? protocol::json("") : message);
+  }
   if (!plan.replay.empty() && protocol::has_field(req, "speed")) {
     plan.replay_speed = protocol::field_float(req, "speed");
     if (!(plan.replay_speed > 0))

@@ -17,6 +17,7 @@ struct agent_recipe {
 
 struct chat_plan {
   std::string request;  // the line as the client sent it: the agent reads it too
+  std::string user_message; // its message (JSON text) for the log; empty for a replay
   bool wait = false;    // answer with the get_result shape once the run ends
   double timeout = 0;   // for wait; 0: none
   std::string replay;   // a recorded run to stream back instead of a turn

@@ -74,6 +74,7 @@ int serve(const daemon_settings& settings, int listen_fd, std::shared_ptr<storag
   caf::actor_system_config cfg;
   cfg.load<caf::io::middleman>();
   add_studio_message_types(cfg);
+  cfg.add_message_type<run_opening>("run_opening");
   caf::actor_system sys{cfg};
   auto shared = std::make_shared<const daemon_settings>(settings);
   retention_settings retention;

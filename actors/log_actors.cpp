@@ -320,11 +320,15 @@ caf::behavior log_writer_actor(writer_actor* self, std::shared_ptr<storage::log_
   self->state.finished = std::move(finished);
   self->send(self, prune_atom::value);
   return {
-    [=](open_run_atom, const std::string& run_id, const std::string& session_id, double at) {
-      self->state.session_of_run[run_id] = session_id;
-      touch(self, run_id);
-      return apply_then_confirm(self, [=](storage::log_writer& w) { w.open_run(run_id, session_id, at); },
-                                false);
+    [=](run_opening& opening) {
+      self->state.session_of_run[opening.run_id] = opening.session_id;
+      touch(self, opening.run_id);
+      return apply_then_confirm(
+        self,
+        [opening = std::move(opening)](storage::log_writer& w) {
+          w.open_run(opening.run_id, opening.session_id, opening.started_at, opening.user_message);
+        },
+        false);
     },
     // Texts are taken out of the message (mutable references: the message is
     // this actor's alone, so nothing is copied) and moved into the operation,

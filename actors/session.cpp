@@ -9,6 +9,7 @@
 #include "bridge/python/embedded_agent.hpp"
 #include "bridge/tmux/native_session.hpp"
 #include "protocol/json_text.hpp"
+#include "protocol/names.hpp"
 #include "protocol/request.hpp"
 
 #include <caf/all.hpp>
@@ -136,8 +137,8 @@ void deliver_result(session_actor* self, const std::string& run_id, caf::respons
 void start_run(session_actor* self, chat_plan plan, caf::response_promise rp) {
   std::string run_id = new_id();
   double started = now_seconds();
-  self->request(self->state.links.writer, caf::infinite, open_run_atom::value, run_id,
-                self->state.id, started)
+  self->request(self->state.links.writer, caf::infinite,
+                run_opening{run_id, self->state.id, started, plan.user_message})
     .then(
       [=](bool) mutable {
         auto& st = self->state;
@@ -360,6 +361,12 @@ void on_chat(session_actor* self, const std::string& request, caf::response_prom
       set_config_field(st, "workspace", workspace);
     }
     plan.request = with_workspace(plan.request, workspace);
+  }
+  try {
+    protocol::check_profile_name(profile); // a stored one too: the log may predate the check
+  } catch (const protocol::wire_error& e) {
+    rp.deliver(error_line(e), st.created);
+    return;
   }
   st.busy = true;
   auto then = [plan](session_actor* self, bool resumed, caf::response_promise& rp) {

@@ -6,6 +6,7 @@
 #include "bridge/tmux/native_session.hpp"
 
 #include <caf/atom.hpp>
+#include <caf/meta/type_name.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -15,7 +16,19 @@
 namespace hb::actors {
 
 // log writer
-using open_run_atom = caf::atom_constant<caf::atom("open_run")>;
+// A run begins: the writer answers true once its row is committed.
+struct run_opening {
+  std::string run_id;
+  std::string session_id;
+  double started_at = 0;
+  std::string user_message; // JSON text; empty when the run has none (replays)
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, run_opening& x) {
+  return f(caf::meta::type_name("run_opening"), x.run_id, x.session_id, x.started_at, x.user_message);
+}
+
 using delta_atom = caf::atom_constant<caf::atom("delta")>;
 using event_atom = caf::atom_constant<caf::atom("event")>;
 using close_run_atom = caf::atom_constant<caf::atom("close_run")>;
@@ -79,6 +92,8 @@ struct daemon_settings {
   std::chrono::seconds drain_timeout{5};
   size_t readers = 2;
   size_t max_connections = 4096;
+  uint64_t max_pending_bytes = 256u << 20; // unfinished request lines, all connections together
+  size_t max_sessions = 10'000;
   std::string token; // empty: no token required (never logged)
   double retain_days = 30;
   int64_t retain_mb = 4096;

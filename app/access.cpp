@@ -1,5 +1,8 @@
 #include "app/access.hpp"
 
+#include "actors/daemon_log.hpp"
+#include "protocol/trust.hpp"
+
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -28,6 +31,20 @@ int inherited_listener() {
   ::unsetenv("LISTEN_FDS");
   ::unsetenv("LISTEN_FDNAMES");
   return first_fd;
+}
+
+void check_listener_reach(int listen_fd, bool inherited, bool has_token) {
+  auto bound = protocol::reach_of(listen_fd);
+  std::string which = inherited ? "the socket handed over by systemd (LISTEN_FDS)" : "tcp endpoint";
+  if (bound.who == protocol::reach::network && !has_token)
+    throw std::runtime_error(which + " is bound to " + bound.address +
+                             ", reachable from other machines; give --token-file so that only clients with "
+                             "the token are served");
+  if (bound.who == protocol::reach::loopback && !has_token)
+    actors::log_event(actors::log_level::warn, "access.no_token",
+                      "tcp on loopback without --token-file: any local user can connect, run agents and "
+                      "answer their approvals",
+                      {{"address", bound.address}});
 }
 
 std::string read_token_file(const std::string& path) {

@@ -10,6 +10,11 @@ namespace hb::app {
 // Throws std::runtime_error when LISTEN_FDS names something else.
 int inherited_listener();
 
+// The rule for any listening socket, the daemon's own or systemd's: TCP
+// not bound to loopback needs a token (throws std::runtime_error naming the
+// address); TCP on loopback without one is served with a warning.
+void check_listener_reach(int listen_fd, bool inherited, bool has_token);
+
 // The token in `path`, surrounding whitespace removed. Throws
 // std::runtime_error when it is unreadable, empty, or readable by others.
 std::string read_token_file(const std::string& path);

@@ -3,6 +3,7 @@
 // Ctrl-C interrupts the run, a second Ctrl-C quits); `hermes-bridge call`
 // sends one raw request and prints the answer; `hermes-bridge attach` puts
 // the terminal into a native session's TUI.
+#include "app/access.hpp"
 #include "app/daemon_client.hpp"
 #include "app/replay_render.hpp"
 #include "app/tool_commands.hpp"
@@ -39,16 +40,34 @@ double wall_now() {
 extern "C" void on_sigint(int) { interrupts.fetch_add(1); }
 
 struct client_flags {
-  std::string endpoint, session, profile, approve, message, request, harness, workspace;
+  std::string endpoint, session, profile, approve, message, request, harness, workspace, token_file;
   bool print = false;
+  std::string token; // read from token_file once the command runs
 };
+
+// A daemon started with --token-file serves only requests that carry it.
+json with_token(const client_flags& f, json req) {
+  if (!f.token.empty() && req.is_object())
+    req["token"] = f.token;
+  return req;
+}
+
+void load_token(client_flags& f) {
+  if (f.token_file.empty())
+    return;
+  try {
+    f.token = read_token_file(expand_user(f.token_file));
+  } catch (const std::runtime_error& e) {
+    throw tool_error(exit_usage, e.what());
+  }
+}
 
 std::string read_stdin() {
   return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
 }
 
-json request(const std::string& endpoint, const json& req) {
-  json answer = json::parse(call_daemon(endpoint, protocol::dumps(req)), nullptr, false);
+json request(const client_flags& f, const std::string& endpoint, const json& req) {
+  json answer = json::parse(call_daemon(endpoint, protocol::dumps(with_token(f, req))), nullptr, false);
   if (!answer.is_object())
     throw tool_error(exit_failure, "the daemon's answer is not JSON");
   if (!answer.value("ok", false))
@@ -96,7 +115,7 @@ int chat(const client_flags& f) {
     req["harness"] = f.harness;
   if (!f.workspace.empty())
     req["workspace"] = f.workspace;
-  json started = request(endpoint, req);
+  json started = request(f, endpoint, req);
   std::string run_id = started.value("run_id", ""), session_id = started.value("session_id", "");
   std::fprintf(stderr, "[session %s, run %s]\n", session_id.c_str(), run_id.c_str());
 
@@ -104,7 +123,7 @@ int chat(const client_flags& f) {
   sa.sa_handler = on_sigint; // no SA_RESTART: a read wakes up to look
   ::sigaction(SIGINT, &sa, nullptr);
   daemon_connection stream(endpoint);
-  stream.send_line(protocol::dumps(json{{"action", "subscribe"}, {"run_id", run_id}}));
+  stream.send_line(protocol::dumps(with_token(f, json{{"action", "subscribe"}, {"run_id", run_id}})));
   replay_renderer render(render_options{::isatty(STDOUT_FILENO) == 1, false});
   int handled = 0;
   std::string status = "running";
@@ -115,7 +134,7 @@ int chat(const client_flags& f) {
     if (seen > handled) {
       handled = seen;
       std::fprintf(stderr, "\n[interrupting; Ctrl-C again to quit]\n");
-      request(endpoint, json{{"action", "interrupt"}, {"session_id", session_id}, {"message", "Interrupted from the terminal"}});
+      request(f, endpoint, json{{"action", "interrupt"}, {"session_id", session_id}, {"message", "Interrupted from the terminal"}});
     }
     auto line = stream.read_line(100);
     if (!line) {
@@ -132,7 +151,7 @@ int chat(const client_flags& f) {
       std::fflush(stdout);
       if (ev.value("event", "") == "approval.requested") {
         std::string choice = approval_choice(f, ev);
-        request(endpoint, json{{"action", "approval_respond"},
+        request(f, endpoint, json{{"action", "approval_respond"},
                                {"approval_id", ev.value("approval_id", "")}, {"choice", choice}});
       }
     }
@@ -151,6 +170,12 @@ int call(const client_flags& f) {
     line.pop_back();
   if (line.empty())
     throw tool_error(exit_usage, "give the request, e.g. '{\"action\": \"ping\"}'");
+  if (!f.token.empty()) {
+    // A line that is not a JSON object goes as it is: the daemon's answer says what is wrong with it.
+    json req = json::parse(line, nullptr, false);
+    if (req.is_object())
+      line = protocol::dumps(with_token(f, std::move(req)));
+  }
   std::string answer = call_daemon(endpoint_from(f.endpoint), line);
   std::printf("%s\n", answer.c_str());
   json parsed = json::parse(answer, nullptr, false);
@@ -162,7 +187,7 @@ int call(const client_flags& f) {
 int attach(const client_flags& f) {
   if (f.session.empty())
     throw tool_error(exit_usage, "which session? give its id");
-  json status = request(endpoint_from(f.endpoint), json{{"action", "status"}, {"session_id", f.session}});
+  json status = request(f, endpoint_from(f.endpoint), json{{"action", "status"}, {"session_id", f.session}});
   if (!status.value("exists", false))
     throw tool_error(exit_unknown, "no session " + f.session);
   json config = status.value("config", json::object());
@@ -183,6 +208,8 @@ int attach(const client_flags& f) {
 
 void add_client_commands(CLI::App& app, std::function<int()>& chosen) {
   auto flags = std::make_shared<client_flags>();
+  const std::string token_help = "a 0600 file holding the token of a daemon started with --token-file "
+                                 "(env HERMES_BRIDGE_TOKEN_FILE)";
   auto* chat_cmd = app.add_subcommand("chat", "Run a turn on a running daemon and stream it live.");
   add_value(chat_cmd, "--endpoint", flags->endpoint, "the daemon (default: as `serve` finds it)");
   add_value(chat_cmd, "--session", flags->session, "session id (default: a new session)");
@@ -192,18 +219,21 @@ void add_client_commands(CLI::App& app, std::function<int()>& chosen) {
   add_value(chat_cmd, "--workspace", flags->workspace, "native sessions: the TUI's working directory");
   chat_cmd->add_option("message", flags->message, "the message; omitted or - reads stdin");
   chat_cmd->footer(std::string("Ctrl-C interrupts the run; a second Ctrl-C quits.\n") + exit_codes_footer);
-  on_chosen(chat_cmd, chosen, "chat", [flags] { return chat(*flags); });
+  add_value(chat_cmd, "--token-file", flags->token_file, token_help)->envname("HERMES_BRIDGE_TOKEN_FILE");
+  on_chosen(chat_cmd, chosen, "chat", [flags] { load_token(*flags); return chat(*flags); });
   auto* call_cmd = app.add_subcommand("call", "Send one raw request to a running daemon; print the answer.");
   add_value(call_cmd, "--endpoint", flags->endpoint, "the daemon (default: as `serve` finds it)");
   call_cmd->add_option("request", flags->request, "the request line (JSON); omitted or - reads stdin");
   call_cmd->footer(std::string("Exit code 1 when the answer says ok: false.\n") + exit_codes_footer);
-  on_chosen(call_cmd, chosen, "call", [flags] { return call(*flags); });
+  add_value(call_cmd, "--token-file", flags->token_file, token_help)->envname("HERMES_BRIDGE_TOKEN_FILE");
+  on_chosen(call_cmd, chosen, "call", [flags] { load_token(*flags); return call(*flags); });
   auto* attach_cmd = app.add_subcommand("attach", "Watch or type along in a native session's hermes TUI (tmux).");
   add_value(attach_cmd, "--endpoint", flags->endpoint, "the daemon (default: as `serve` finds it)");
   attach_cmd->add_option("session", flags->session, "the native session's id")->required();
   attach_cmd->add_flag("--print", flags->print, "print the tmux command instead of running it");
   attach_cmd->footer(std::string("Leave with C-b d; the TUI goes on.\n") + exit_codes_footer);
-  on_chosen(attach_cmd, chosen, "attach", [flags] { return attach(*flags); });
+  add_value(attach_cmd, "--token-file", flags->token_file, token_help)->envname("HERMES_BRIDGE_TOKEN_FILE");
+  on_chosen(attach_cmd, chosen, "attach", [flags] { load_token(*flags); return attach(*flags); });
 }
 
 } // namespace hb::app

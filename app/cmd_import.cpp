@@ -6,6 +6,9 @@
 #include "app/log_query.hpp"
 #include "app/tool_commands.hpp"
 #include "app/tool_support.hpp"
+#include "protocol/json_text.hpp"
+#include "protocol/names.hpp"
+#include "protocol/wire_error.hpp"
 #include "storage/log_writer.hpp"
 
 #include <sqlite3.h>
@@ -77,10 +80,27 @@ void check_duplicates(const export_bundle& bundle, const std::string& path) {
     refuse(present, path);
 }
 
+// A session's profile becomes a directory under the hermes home when a
+// daemon resumes it: a file from elsewhere must not name one outside it.
+void check_profiles(const export_bundle& bundle) {
+  for (const auto& s : bundle.sessions) {
+    auto config = protocol::json::parse(s.config, nullptr, false);
+    if (!config.is_object() || !config.contains("profile") || !config["profile"].is_string())
+      continue;
+    try {
+      protocol::check_profile_name(config["profile"].get<std::string>());
+    } catch (const protocol::wire_error& e) {
+      throw tool_error(exit_refused, "refused: session " + s.session_id + ": " + e.type + ": " + e.what() +
+                                       "; nothing was imported");
+    }
+  }
+}
+
 int import_file(const import_flags& f) {
   if (f.file.empty())
     throw tool_error(exit_usage, "which file? give the export FILE (- for stdin)");
   export_bundle bundle = read_export(f.file);
+  check_profiles(bundle);
   std::string path = log_path(f.where);
   check_duplicates(bundle, path);
 
@@ -101,7 +121,7 @@ int import_file(const import_flags& f) {
     SQLite::Statement mark_pruned(db, "UPDATE runs SET pruned_at=? WHERE run_id=?");
     for (const auto& run : bundle.runs) {
       const run_row& r = run.row;
-      writer->open_run(r.run_id, r.session_id, r.started_at); // the first write takes the write lock
+      writer->open_run(r.run_id, r.session_id, r.started_at, r.user_message.value_or(""));  // takes the write lock
       for (const auto& d : run.deltas)
         writer->append_delta(r.run_id, d.text, d.at);
       for (const auto& e : run.events)

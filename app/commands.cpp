@@ -13,6 +13,7 @@ void add_commands(CLI::App& app, std::function<int()>& chosen) {
   add_import_command(app, chosen);
   add_client_commands(app, chosen);
   add_timeline_command(app, chosen);
+  add_verify_command(app, chosen);
 }
 
 } // namespace hb::app

@@ -31,6 +31,8 @@ log_query::log_query(const std::string& path) : path_(path) {
       throw tool_error(exit_damaged, path + " is not a hermes-bridge event log (no runs/events tables)");
     SQLite::Statement cols(*db_, "SELECT 1 FROM pragma_table_info('runs') WHERE name='pruned_at'");
     pruned_col_ = cols.executeStep() ? "pruned_at" : "NULL";
+    SQLite::Statement message(*db_, "SELECT 1 FROM pragma_table_info('runs') WHERE name='user_message'");
+    pruned_col_ += message.executeStep() ? ", user_message" : ", NULL";
   } catch (const SQLite::Exception& e) {
     throw tool_error(exit_damaged, "cannot read " + path + " as an event log: " + e.what());
   }
@@ -68,6 +70,7 @@ run_row log_query::read_run(SQLite::Statement& q) {
   r.result = opt_text(q.getColumn(6));
   r.error = opt_text(q.getColumn(7));
   r.pruned_at = opt_double(q.getColumn(8));
+  r.user_message = opt_text(q.getColumn(9));
   return r;
 }
 

@@ -73,7 +73,7 @@ private:
 
   std::string path_;
   std::unique_ptr<SQLite::Database> db_;
-  std::string pruned_col_; // "pruned_at", or "NULL" for a version 1 log
+  std::string pruned_col_; // "pruned_at, user_message", with NULL for what an older log lacks
 };
 
 // Throws tool_error(exit_unknown) for an unknown or pruned run.

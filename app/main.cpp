@@ -5,10 +5,12 @@
 #include "actors/vocabulary.hpp"
 #include "app/access.hpp"
 #include "app/commands.hpp"
+#include "app/open_files.hpp"
 #include "bridge/python/embedded_agent.hpp"
 #include "bridge/tmux/tmux_server.hpp"
 #include "protocol/endpoint.hpp"
 #include "protocol/json_text.hpp"
+#include "protocol/trust.hpp"
 #include "storage/log_startup.hpp"
 
 #include <CLI/CLI.hpp>
@@ -61,6 +63,8 @@ struct serve_flags {
   std::string endpoint = hb::protocol::default_endpoint();
   std::string token_file;
   size_t max_connections = 4096;
+  uint64_t max_pending_bytes = 256u << 20;
+  size_t max_sessions = 10'000;
   std::string agent_root = "~/.hermes/hermes-agent";
   std::string hermes_home = "~/.hermes";
   std::string db;
@@ -142,6 +146,7 @@ int run_serve(const serve_flags& flags, int ready_fd) {
              {"runs_interrupted", std::to_string(log.recovered.runs_interrupted)},
              {"approvals_denied", std::to_string(log.recovered.approvals_denied)},
              {"compressions_failed", std::to_string(log.recovered.compressions_failed)},
+             {"turns_kept", std::to_string(log.recovered.turns_kept)},
              {"sessions_dormant", std::to_string(log.sessions.size())}});
 
   hb::actors::daemon_settings settings;
@@ -179,18 +184,30 @@ int run_serve(const serve_flags& flags, int ready_fd) {
     activated = listen_fd >= 0;
     if (!flags.token_file.empty())
       settings.token = hb::app::read_token_file(flags.token_file);
-    if (endpoint.type == hb::protocol::endpoint::kind::tcp && !hb::protocol::is_loopback_host(endpoint.host) &&
-        settings.token.empty())
-      throw std::runtime_error("tcp://" + endpoint.host + " is reachable from other machines; "
-                               "give --token-file so that only clients with the token are served");
+    hb::protocol::require_trusted_tree(settings.native->runtime_dir, "native session directory");
     if (!activated)
       listen_fd = hb::protocol::listen_on(endpoint);
+    hb::app::check_listener_reach(listen_fd, activated, !settings.token.empty());
   } catch (const std::exception& e) {
+    if (listen_fd >= 0)
+      ::close(listen_fd);
     return refuse_to_start(e.what());
   }
   settings.endpoint = flags.endpoint;
   settings.db_path = db_path;
-  settings.max_connections = flags.max_connections;
+  try {
+    auto budget = hb::app::fit_connections(flags.max_connections);
+    settings.max_connections = budget.max_connections;
+    if (budget.lowered)
+      log_event(log_level::warn, "connections.capped", "--max-connections lowered to fit the open-file limit",
+                {{"max_connections", std::to_string(budget.max_connections)},
+                 {"open_file_limit", std::to_string(budget.open_file_limit)}});
+  } catch (const std::exception& e) {
+    ::close(listen_fd);
+    return refuse_to_start(e.what());
+  }
+  settings.max_pending_bytes = flags.max_pending_bytes;
+  settings.max_sessions = flags.max_sessions;
   if (endpoint.type == hb::protocol::endpoint::kind::ipc && !activated)
     settings.socket_path = endpoint.path; // unlinked on stop (systemd owns an inherited one)
   settings.max_line_bytes = flags.max_line_bytes;
@@ -244,11 +261,25 @@ int main(int argc, char** argv) {
     ->capture_default_str();
   serve->add_option("--token-file", flags.token_file,
                     "clients must send this file's token as \"token\" in their requests "
-                    "(required for tcp:// on a non-loopback address; the file must be 0600)")
+                    "(required for a TCP socket not bound to loopback, inherited ones included; the "
+                    "file must be 0600)")
     ->envname("HERMES_BRIDGE_TOKEN_FILE");
   serve->add_option("--max-connections", flags.max_connections,
-                    "connections beyond this many are refused with an error")
+                    "connections beyond this many are refused with an error (lowered, with a warning, to "
+                    "fit under the open-file limit, which is raised to its hard limit at start)")
     ->envname("HERMES_BRIDGE_MAX_CONNECTIONS")
+    ->check(CLI::PositiveNumber)
+    ->capture_default_str();
+  serve->add_option("--max-pending-bytes", flags.max_pending_bytes,
+                    "bytes of unfinished request lines held for all connections together; data beyond "
+                    "is refused with an error")
+    ->envname("HERMES_BRIDGE_MAX_PENDING_BYTES")
+    ->check(CLI::PositiveNumber)
+    ->capture_default_str();
+  serve->add_option("--max-sessions", flags.max_sessions,
+                    "sessions (live or dormant) the daemon keeps; a chat for a new session id beyond is "
+                    "refused with an error")
+    ->envname("HERMES_BRIDGE_MAX_SESSIONS")
     ->check(CLI::PositiveNumber)
     ->capture_default_str();
   serve->add_option("--agent-root", flags.agent_root,
@@ -306,7 +337,8 @@ int main(int argc, char** argv) {
     ->check(CLI::PositiveNumber)
     ->capture_default_str();
   serve->add_option("--read-timeout-ms", flags.read_timeout_ms,
-                    "a connection that has not sent a complete request line by then gets an error")
+                    "deadline for a whole request line, from its first byte (or from connecting): a "
+                    "connection that has not completed it by then gets an error, however it trickles in")
     ->envname("HERMES_BRIDGE_READ_TIMEOUT_MS")
     ->check(CLI::PositiveNumber)
     ->capture_default_str();

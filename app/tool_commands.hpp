@@ -15,5 +15,6 @@ void add_export_command(CLI::App& app, std::function<int()>& chosen);
 void add_import_command(CLI::App& app, std::function<int()>& chosen);
 void add_client_commands(CLI::App& app, std::function<int()>& chosen); // chat, call
 void add_timeline_command(CLI::App& app, std::function<int()>& chosen);
+void add_verify_command(CLI::App& app, std::function<int()>& chosen);
 
 } // namespace hb::app

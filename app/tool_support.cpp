@@ -14,7 +14,7 @@ namespace hb::app {
 const char* const exit_codes_footer =
   "Exit codes: 0 ok, 1 other failure, 2 bad usage or no event log, 3 unknown run or session\n"
   "(or a run whose output was pruned), 4 refused (import of a run already in the log),\n"
-  "5 damaged input file, 6 no daemon answers at the endpoint, 130 stopped with Ctrl-C.";
+  "5 damaged input file (or, for verify, a damaged event log), 6 no daemon answers at the endpoint, 130 stopped with Ctrl-C.";
 
 std::string expand_user(const std::string& path) {
   if (path == "~" || path.rfind("~/", 0) == 0) {

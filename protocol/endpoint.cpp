@@ -1,5 +1,7 @@
 #include "protocol/endpoint.hpp"
 
+#include "protocol/trust.hpp"
+
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -88,13 +90,16 @@ int listen_on_unix(const endpoint& ep, int backlog) {
                              "): " + ep.path);
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, ep.path.c_str(), ep.path.size() + 1);
-  auto parent = std::filesystem::path(ep.path).parent_path();
-  if (!parent.empty() && !std::filesystem::exists(parent)) {
-    // A directory we create is ours alone.
-    std::error_code ec;
-    std::filesystem::create_directories(parent, ec);
-    ::chmod(parent.c_str(), 0700);
-  }
+  // A directory another user can write to would let them swap the socket
+  // for their own; one we create is ours alone.
+  auto parent = std::filesystem::path(ep.path).parent_path().string();
+  if (parent.empty())
+    parent = ".";
+  std::error_code ec;
+  if (std::filesystem::exists(parent, ec))
+    require_trusted_dir(parent, "socket directory");
+  else
+    make_trusted_dir(parent, "socket directory");
   struct stat existing {};
   if (::lstat(ep.path.c_str(), &existing) == 0) {
     if (!S_ISSOCK(existing.st_mode))
@@ -124,10 +129,6 @@ int listen_on_unix(const endpoint& ep, int backlog) {
 }
 
 } // namespace
-
-bool is_loopback_host(const std::string& host) {
-  return host == "127.0.0.1" || host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
-}
 
 std::string default_endpoint() {
   if (const char* runtime = std::getenv("XDG_RUNTIME_DIR"); runtime && *runtime)

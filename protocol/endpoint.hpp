@@ -26,6 +26,4 @@ int listen_on(const endpoint& ep, int backlog = 4096);
 // $XDG_RUNTIME_DIR/hermes-bridge/bridge.sock, else /tmp/hermes-bridge-<uid>/bridge.sock.
 std::string default_endpoint();
 
-bool is_loopback_host(const std::string& host);
-
 } // namespace hb::protocol

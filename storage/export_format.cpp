@@ -58,6 +58,8 @@ std::string encode_run(const run_row& r) {
   opt_str(w, "result", r.result);
   opt_str(w, "error", r.error);
   opt_number(w, "pruned_at", r.pruned_at);
+  if (r.user_message) // absent rather than null: files from before it stay as they were
+    w.str("user_message", *r.user_message);
   return w.finish();
 }
 
@@ -238,6 +240,8 @@ void export_decoder::line(std::string_view text) {
       f.bad("result", "JSON text or null");
     r.row.error = f.opt_str("error");
     r.row.pruned_at = f.opt_number("pruned_at");
+    if (f.obj.contains("user_message"))
+      r.row.user_message = f.opt_str("user_message");
     if (r.row.status != "running" && !r.row.ended_at)
       throw export_damaged(line_no_, "run " + r.row.run_id + " is " + r.row.status + " but has no ended_at");
     run_index_.emplace(r.row.run_id, bundle_.runs.size());

@@ -7,7 +7,7 @@
 //   {"type": "session", "session_id", "created_at", "last_used_at", "config", "history",
 //    "message_count", "destroyed"}                                   (S lines)
 //   {"type": "run", "run_id", "session_id", "status", "started_at", "ended_at", "result",
-//    "error", "pruned_at"}                                           (R lines)
+//    "error", "pruned_at", "user_message" (JSON text; only when the run has one)}  (R lines)
 //   {"type": "delta", "run_id", "seq", "at", "text"}                 (each run's deltas, by seq)
 //   {"type": "event", "run_id", "seq", "at", "body"}                 (each run's events, by seq)
 //   {"type": "end", "sessions": S, "runs": R, "deltas": D, "events": E}

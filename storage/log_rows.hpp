@@ -19,6 +19,7 @@ struct run_row {
   std::optional<std::string> result; // JSON text
   std::optional<std::string> error;
   std::optional<double> pruned_at;
+  std::optional<std::string> user_message; // JSON text; none for replays and logs before version 3
 };
 
 // A row of `sessions`, as the daemon writes it and the tools read it.

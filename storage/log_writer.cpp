@@ -15,7 +15,7 @@ log_writer::log_writer(const std::string& path, const writer_options& options)
   if (!options.checkpoint_on_commit)
     db_.exec("PRAGMA wal_autocheckpoint=0"); // a separate connection checkpoints
   insert_run_ = std::make_unique<SQLite::Statement>(
-    db_, "INSERT INTO runs(run_id, session_id, status, started_at) VALUES(?, ?, 'running', ?)");
+    db_, "INSERT INTO runs(run_id, session_id, status, started_at, user_message) VALUES(?, ?, 'running', ?, ?)");
   insert_delta_ = std::make_unique<SQLite::Statement>(
     db_, "INSERT INTO deltas(run_no, seq, at, text) VALUES(?, ?, ?, ?)");
   insert_event_ = std::make_unique<SQLite::Statement>(
@@ -45,11 +45,15 @@ log_writer::open_run_state* log_writer::find(const std::string& run_id) {
 }
 
 void log_writer::open_run(const std::string& run_id, const std::string& session_id,
-                          double started_at) {
+                          double started_at, const std::string& user_message) {
   begin();
   insert_run_->bind(1, run_id);
   insert_run_->bind(2, session_id);
   insert_run_->bind(3, started_at);
+  if (user_message.empty())
+    insert_run_->bind(4);
+  else
+    insert_run_->bindNoCopy(4, user_message);
   insert_run_->exec();
   insert_run_->reset();
   runs_[run_id] = open_run_state{db_.getLastInsertRowid()};

@@ -31,7 +31,10 @@ class log_writer {
 public:
   log_writer(const std::string& path, const writer_options& options = {});
 
-  void open_run(const std::string& run_id, const std::string& session_id, double started_at);
+  // `user_message`: the turn's message as JSON text (a string or content
+  // blocks); empty for runs that have none (replays).
+  void open_run(const std::string& run_id, const std::string& session_id, double started_at,
+                const std::string& user_message = {});
   // Returns false for a run that is not open (late callbacks after its end).
   bool append_delta(const std::string& run_id, const std::string& text, double at);
   bool append_event(const std::string& run_id, const std::string& body, double at);

@@ -1,6 +1,7 @@
 #include "storage/recovery.hpp"
 
 #include "protocol/json_text.hpp"
+#include "storage/cut_turn.hpp"
 
 #include <vector>
 
@@ -111,6 +112,8 @@ recovery_report recover_open_runs(SQLite::Database& db, double now) {
     finish.exec();
     finish.reset();
     ++report.runs_interrupted;
+    if (keep_cut_turn(db, run_no, "hermes-bridge restarted") > 0)
+      ++report.turns_kept;
   }
   tx.commit();
   return report;

@@ -4,7 +4,7 @@
 
 namespace hb::storage {
 
-constexpr int schema_version = 2;
+constexpr int schema_version = 3;
 
 constexpr const char* schema_sql = R"SQL(
 CREATE TABLE IF NOT EXISTS meta(
@@ -29,7 +29,8 @@ CREATE TABLE IF NOT EXISTS runs(
   ended_at   REAL,
   result     TEXT,
   error      TEXT,
-  pruned_at  REAL
+  pruned_at  REAL,
+  user_message TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_by_session ON runs(session_id, run_no);
 CREATE INDEX IF NOT EXISTS runs_live ON runs(run_no) WHERE status = 'running';
@@ -58,6 +59,9 @@ struct migration {
 
 constexpr migration migrations[] = {
   {1, "ALTER TABLE runs ADD COLUMN pruned_at REAL;"},
+  // The turn's user message, so that a turn cut by a crash stays in the
+  // session's history (cut_turn.hpp); runs from before it have none.
+  {2, "ALTER TABLE runs ADD COLUMN user_message TEXT;"},
 };
 
 } // namespace hb::storage

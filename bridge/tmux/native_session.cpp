@@ -3,6 +3,8 @@
 #include "bridge/tmux/command_line.hpp"
 #include "bridge/tmux/row_mirror.hpp"
 #include "protocol/json_text.hpp"
+#include "protocol/sha256.hpp"
+#include "protocol/trust.hpp"
 #include "protocol/wire_error.hpp"
 
 #include <cerrno>
@@ -31,26 +33,17 @@ double wall_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-std::string hex_digest(const std::string& text) { // FNV-1a: stable across builds
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  char out[17];
-  std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(h));
-  return out;
-}
+// 128 bits of SHA-256: ids that collide would share one TUI, and the
+// socket path must stay under AF_UNIX's 108 bytes.
+std::string hex_digest(const std::string& text) { return protocol::sha256_hex(text).substr(0, 32); }
 
 // Creates `path` (and missing parents) owner-only; refuses a directory that
 // another user owns or others can enter.
 void private_dir(const std::string& path) {
-  for (size_t at = 1; at <= path.size(); ++at) {
-    if (at != path.size() && path[at] != '/')
-      continue;
-    std::string part = path.substr(0, at);
-    if (::mkdir(part.c_str(), 0700) != 0 && errno != EEXIST)
-      throw protocol::runtime_error("cannot create " + part + ": " + std::strerror(errno));
+  try {
+    protocol::make_trusted_dir(path, "native session directory");
+  } catch (const std::runtime_error& e) {
+    throw protocol::runtime_error(e.what());
   }
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::getuid())

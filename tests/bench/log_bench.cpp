@@ -24,7 +24,7 @@
 using namespace std::chrono;
 namespace fs = std::filesystem;
 using hb::actors::flush_atom;
-using hb::actors::open_run_atom;
+using hb::actors::run_opening;
 
 namespace {
 
@@ -63,7 +63,7 @@ double actor_rate(caf::actor_system& sys, const std::string& dir, int runs, int 
   static int round = 0; // run ids unique across calls: each run has its queue
   std::string prefix = "round" + std::to_string(++round) + "-run";
   for (int r = 0; r < runs; ++r)
-    self->request(writer, caf::infinite, open_run_atom::value, prefix + std::to_string(r), std::string("s"), 0.0)
+    self->request(writer, caf::infinite, run_opening{prefix + std::to_string(r), "s", 0.0, ""})
       .receive([](bool) {}, [](caf::error&) {});
   auto t = steady_clock::now();
   std::vector<std::thread> producers;
@@ -89,7 +89,7 @@ std::vector<double> visibility_delays_us(caf::actor_system& sys, const std::stri
   auto log = std::make_shared<hb::storage::log_writer>(path);
   auto writer = hb::actors::spawn_log_writer(sys, log, {}, nullptr);
   caf::scoped_actor self{sys};
-  self->request(writer, caf::infinite, open_run_atom::value, std::string("r"), std::string("s"), 0.0)
+  self->request(writer, caf::infinite, run_opening{"r", "s", 0.0, ""})
     .receive([](bool) {}, [](caf::error&) {});
   hb::storage::log_reader reader(path);
   std::vector<double> delays;

@@ -5,6 +5,7 @@ pending approvals are denied with the reason; sessions resume."""
 
 from __future__ import annotations
 
+import json
 import random
 import signal
 import threading
@@ -95,11 +96,18 @@ class CrashResume(unittest.TestCase):
                     self.assertIn(resolution.get("reason"), ("daemon restarted", "timeout"))
         listed = {s["session_id"] for s in restarted.request({"action": "list"})["sessions"]}
         self.assertTrue(set(sessions) <= listed)
+        # The first turn, continued, and the second too, finished or cut.
+        history = restarted.request({"action": "get_history", "session_id": sessions[0]})["history"]
+        second = restarted.request({"action": "get_result", "run_id": runs[sessions[0]]})
+        if second["status"] == "interrupted":  # (it streams for a second: the kill comes sooner)
+            self.assertEqual(history[0], {"role": "user", "content": f"first turn of {sessions[0]}"})
+            self.assertEqual(history[2], {"role": "user", "content": "script:say go;tool terminal ls;stream 200 5"})
+            self.assertIn("cut off: hermes-bridge restarted", history[-1]["content"])
         follow = restarted.chat(sessions[0], "script:history", wait=True)
         self.assertEqual(follow["status"], "complete")
-        self.assertEqual(follow["output"], "history=2 ")  # the first turn, continued
+        self.assertEqual(follow["output"], f"history={len(history)} ")
         config = restarted.request({"action": "status", "session_id": sessions[0]})["config"]
-        self.assertEqual((config["resumed"], config["resumed_message_count"]), (True, 2))
+        self.assertEqual((config["resumed"], config["resumed_message_count"]), (True, len(history)))
         return restarted
 
     def assert_shown_is_kept(self, bridge: Bridge, poller: Poller) -> None:
@@ -114,8 +122,46 @@ class CrashResume(unittest.TestCase):
             self.assertEqual(again["events"][:len(shown["events"])], shown["events"])
 
 
-if __name__ == "__main__":
-    unittest.main()
+class CutTurn(unittest.TestCase):
+    """kill -9 during a session's first turn: the turn is not erased from
+    the history the agent continues from."""
+
+    def test_the_turn_a_crash_cut_stays_in_the_history(self):
+        first = Bridge().start()
+        db = first.home / "hermes-bridge" / "events.db"
+        try:
+            message = "script:say partial words here;slow-tool terminal 60000"
+            run_id = first.chat("cut", message)["run_id"]
+            started = first.wait_event(run_id, "tool.started")
+            first.proc.send_signal(signal.SIGKILL)
+            first.proc.wait(10)
+            first.proc.stdout.close()
+            with Bridge(args=["--db", str(db)]) as again:
+                self.assertEqual(again.request({"action": "get_result", "run_id": run_id})["status"], "interrupted")
+                self.assertIn("turns_kept=1", again.stderr())
+                history = again.request({"action": "get_history", "session_id": "cut"})["history"]
+                self.assertEqual(len(history), 4, history)
+                user, reply, tool, note = history
+                self.assertEqual(user, {"role": "user", "content": message})
+                self.assertEqual(reply["role"], "assistant")
+                self.assertEqual(reply["content"], "partial words here")  # all it had streamed
+                self.assertEqual(reply["tool_calls"], [{
+                    "id": started["tool_call_id"], "type": "function",
+                    "function": {"name": "terminal", "arguments": json.dumps(started["args"])}}])
+                self.assertEqual(tool["role"], "tool")
+                self.assertEqual(tool["tool_call_id"], started["tool_call_id"])
+                self.assertIn("hermes-bridge restarted before this tool reported", tool["content"])
+                self.assertIn("unknown", tool["content"])
+                self.assertEqual(note, {"role": "assistant", "content":
+                                        "[this reply was cut off: hermes-bridge restarted before the turn finished]"})
+                # The agent's next turn starts from it (no conversation_history sent).
+                follow = again.chat("cut", "script:history", wait=True)
+                self.assertEqual(follow["output"], "history=4 ")
+                self.assertEqual(follow["result"]["messages"][:4], history)
+                status = again.request({"action": "status", "session_id": "cut"})["config"]
+                self.assertEqual((status["resumed"], status["resumed_message_count"]), (True, 4))
+        finally:
+            first.stop()
 
 
 class DamagedLog(unittest.TestCase):
@@ -162,3 +208,7 @@ class DamagedLog(unittest.TestCase):
             later.stop()
         finally:
             b.stop()
+
+
+if __name__ == "__main__":
+    unittest.main()

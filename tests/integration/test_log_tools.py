@@ -358,6 +358,24 @@ class LogTools(unittest.TestCase):
                 self.assertIn(b"damaged export file", p.stderr)
                 self.assertFalse(target.exists())
 
+    def test_import_refuses_a_profile_that_is_a_path(self):
+        good = [json.loads(line) for line in self.export(self.stream_run).read_text().splitlines()]
+        for profile in ("../../outside", "/etc", "a/b", ".."):
+            with self.subTest(profile=profile):
+                lines = [dict(line) for line in good]
+                for line in lines:
+                    if line["type"] == "session":
+                        config = json.loads(line["config"]) if isinstance(line["config"], str) else line["config"]
+                        config["profile"] = profile
+                        line["config"] = json.dumps(config) if isinstance(line["config"], str) else config
+                f = self.tmp / "profile-path.jsonl"
+                f.write_text("".join(json.dumps(line) + "\n" for line in lines))
+                target = self.fresh_path("profile")
+                p = tool("import", str(f), "--db", str(target))
+                self.assertEqual(p.returncode, 4, p.stderr)
+                self.assertIn(b"ValueError: profile must be a plain name", p.stderr)
+                self.assertFalse(target.exists())
+
     def test_unknown_run_or_session_exit_3(self):
         self.assertEqual(tool("export", "f" * 32, "--db", str(self.db)).returncode, 3)
         self.assertEqual(tool("export", "--session", "nobody", "--db", str(self.db)).returncode, 3)

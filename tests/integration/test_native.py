@@ -4,6 +4,7 @@ in the fake TUI's own state.db and input log."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -116,6 +117,8 @@ class NativeTurns(NativeFixture):
         sock = config["tmux_socket"]
         self.assertTrue(stat.S_ISSOCK(os.stat(sock).st_mode))
         self.assertEqual(stat.S_IMODE(os.stat(Path(sock).parent).st_mode), 0o700)
+        # Named by a collision-resistant digest of the session id (128 bits of SHA-256).
+        self.assertEqual(Path(sock).parent.name, hashlib.sha256(b"n-plain").hexdigest()[:32])
         self.assertEqual(config["attach"], f"tmux -S '{sock}' attach -t main")
         # A person can reach the very TUI the daemon drives.
         self.assertEqual(tmux(sock, "has-session", "-t", "main").returncode, 0)

@@ -219,17 +219,32 @@ class Keepalive(unittest.TestCase):
             sock = b.connect()
             _pending.pop(sock.fileno(), None)
             sock.sendall(b'{"action": "chat", "session_id": "k", "message": "script:sleep 300", "wait": true, '
-                         b'"keepalive": true, "id": 1}\n{"action": "ping", "id": 2}\n{"oops\n'
-                         b'{"action": "status", "session_id": "zz", "id": [3]}\n')
-            lines = read_stream(sock, limit=4)
-            self.assertEqual([line.get("id") for line in lines], [1, 2, None, [3]])
+                         b'"keepalive": true, "id": 1}\n{"action": "ping", "keepalive": true, "id": 2}\n'
+                         b'{"action": "status", "session_id": "zz", "keepalive": true, "id": [3]}\n')
+            lines = read_stream(sock, limit=3)
+            self.assertEqual([line.get("id") for line in lines], [1, 2, [3]])
             self.assertEqual(lines[0]["status"], "complete")  # the slow answer first, as asked
             self.assertTrue(lines[1]["pong"])
-            self.assertEqual(lines[2]["error_type"], "JSONDecodeError")
-            self.assertEqual(lines[3]["exists"], False)
-            sock.sendall(b'{"action": "ping"}\n')  # still open
+            self.assertEqual(lines[2]["exists"], False)
+            sock.sendall(b'{"action": "ping", "keepalive": true}\n')  # still open
             self.assertTrue(read_stream(sock, limit=1)[0]["pong"])
             sock.close()
+
+    def test_a_request_without_keepalive_is_the_last(self):
+        with Bridge() as b:
+            for last, expected in ((b'{"action": "ping", "id": 2}\n', [1, 2]),
+                                   (b'{"action": "ping", "keepalive": false, "id": 2}\n', [1, 2]),
+                                   (b'{"oops\n', [1, None])):  # a broken line cannot ask to stay
+                sock = b.connect()
+                _pending.pop(sock.fileno(), None)
+                sock.settimeout(10)
+                sock.sendall(b'{"action": "chat", "session_id": "k2", "message": "script:sleep 200", "wait": true, '
+                             b'"keepalive": true, "id": 1}\n' + last +
+                             b'{"action": "ping", "keepalive": true, "id": 3}\n')
+                lines = read_stream(sock)  # until the daemon closes: no answer for id 3
+                self.assertEqual([line.get("id") for line in lines], expected, last)
+                self.assertEqual(lines[0]["status"], "complete")  # earlier answers still come first
+                sock.close()
 
     def test_without_keepalive_one_request_per_connection(self):
         with Bridge() as b:

@@ -8,6 +8,7 @@ import json
 import os
 import select
 import socket
+import sqlite3
 import stat
 import subprocess
 import tempfile
@@ -67,6 +68,62 @@ class UnixSockets(unittest.TestCase):
             self.assertEqual(json.loads(b.ready_line)["endpoint"], b.endpoint)
 
 
+class Directories(unittest.TestCase):
+    def refused(self, b: Bridge) -> str:
+        with self.assertRaises(AssertionError) as refused:
+            b.start()
+        b.stop()
+        return str(refused.exception)
+
+    def test_a_socket_directory_others_can_write_is_refused(self):
+        b = Bridge()
+        shared = b.dir / "shared"
+        shared.mkdir()
+        shared.chmod(0o777)  # no sticky bit: anyone could swap the socket
+        b.endpoint = f"ipc://{shared}/bridge.sock"
+        message = self.refused(b)
+        self.assertIn(f"socket directory {shared} is writable by group or others", message)
+        self.assertFalse((shared / "bridge.sock").exists())
+
+    def test_a_socket_directory_of_another_user_is_refused(self):
+        if os.geteuid() != 0:
+            self.skipTest("needs root to hand a directory to another user")
+        b = Bridge()
+        theirs = b.dir / "theirs"
+        theirs.mkdir(mode=0o755)
+        os.chown(theirs, 12345, 12345)
+        b.endpoint = f"ipc://{theirs}/bridge.sock"
+        self.assertIn(f"socket directory {theirs} belongs to uid 12345", self.refused(b))
+
+    def test_a_root_owned_sticky_directory_like_tmp_is_accepted(self):
+        # Hermes Studio's default endpoint is ipc:///tmp/hermes-agent-bridge.sock.
+        b = Bridge()
+        b.endpoint = f"ipc:///tmp/hb-sticky-{os.getpid()}.sock"
+        with b:
+            self.assertTrue(b.request({"action": "ping"})["pong"])
+
+    def test_directories_the_daemon_creates_are_owner_only(self):
+        b = Bridge()
+        b.endpoint = f"ipc://{b.dir}/made/for/it/bridge.sock"
+        with b:
+            for d in ("made", "made/for", "made/for/it"):
+                self.assertEqual(stat.S_IMODE((b.dir / d).stat().st_mode), 0o700, d)
+
+    def test_a_native_directory_others_can_write_is_refused(self):
+        b = Bridge()
+        native = b.dir / "native"
+        (native / "somesession").mkdir(parents=True, mode=0o700)
+        b.args = ["--native-dir", str(native)]
+        native.chmod(0o770)
+        self.assertIn(f"native session directory {native} is writable by group or others", self.refused(b))
+        c = Bridge()
+        native = c.dir / "native"
+        (native / "somesession").mkdir(parents=True, mode=0o700)
+        (native / "somesession").chmod(0o722)
+        c.args = ["--native-dir", str(native)]
+        self.assertIn(f"native session directory {native / 'somesession'} is writable", self.refused(c))
+
+
 class Tokens(unittest.TestCase):
     def token_file(self, directory: Path, mode: int = 0o600) -> Path:
         path = directory / "token"
@@ -87,6 +144,62 @@ class Tokens(unittest.TestCase):
             c.start()
         self.assertIn("readable by others", str(refused.exception))
         c.stop()
+
+    def test_tcp_on_loopback_without_a_token_warns(self):
+        with Bridge(transport="tcp") as b:
+            self.assertTrue(b.request({"action": "ping"})["pong"])
+            self.assertIn("event=access.no_token", b.stderr())
+            self.assertIn("any local user can connect", b.stderr())
+        with Bridge() as b:  # a unix socket is owner-only: nothing to warn about
+            self.assertNotIn("access.no_token", b.stderr())
+
+    def test_loopback_is_the_bound_address_not_the_name(self):
+        # "localhost" resolves to loopback: served; the daemon's own
+        # non-loopback address is refused whatever it is called.
+        b = Bridge(transport="tcp")
+        b.endpoint = f"tcp://localhost:{free_port()}"
+        with b:
+            self.assertIn("address=127.0.0.1:", b.stderr())
+        outward = [a for a in subprocess.run(["hostname", "-I"], capture_output=True, text=True).stdout.split()
+                   if "." in a and not a.startswith("127.")]
+        if not outward:
+            self.skipTest("this machine has no non-loopback IPv4 address")
+        c = Bridge(transport="tcp")
+        c.endpoint = f"tcp://{outward[0]}:{free_port()}"
+        with self.assertRaises(AssertionError) as refused:
+            c.start()
+        self.assertIn(f"is bound to {outward[0]}:", str(refused.exception))
+        c.stop()
+
+    def test_the_terminal_client_sends_the_token(self):
+        b = Bridge(transport="tcp")
+        token = self.token_file(b.dir)
+        b.args = ["--token-file", str(token)]
+        request = b.request
+        b.request = lambda obj, timeout=30.0: request({**obj, "token": "s3cret-token"}, timeout)
+        with b:
+            call = [str(bridge_binary()), "call", "--endpoint", b.endpoint]
+            denied = subprocess.run(call + ['{"action": "ping"}'], capture_output=True, timeout=30)
+            self.assertEqual(denied.returncode, 1)
+            self.assertIn(b"unauthorized", denied.stdout)
+            served = subprocess.run(call + ["--token-file", str(token), '{"action": "ping"}'],
+                                    capture_output=True, timeout=30)
+            self.assertEqual(served.returncode, 0, served.stdout + served.stderr)
+            self.assertIn(b'"pong": true', served.stdout)
+            chat = subprocess.run([str(bridge_binary()), "chat", "--endpoint", b.endpoint, "--token-file", str(token),
+                                   "--session", "tok", "hello"], capture_output=True, timeout=60)
+            self.assertEqual(chat.returncode, 0, chat.stderr)
+            self.assertIn(b"echo: hello", chat.stdout)
+            attach = subprocess.run([str(bridge_binary()), "attach", "--endpoint", b.endpoint, "--token-file",
+                                     str(token), "--print", "tok"], capture_output=True, timeout=30)
+            self.assertIn(b"is not a native session", attach.stderr)  # it got past the token
+            loose = b.dir / "loose-token"
+            loose.write_text("s3cret-token")
+            loose.chmod(0o644)
+            refused = subprocess.run(call + ["--token-file", str(loose), '{"action": "ping"}'],
+                                     capture_output=True, timeout=30)
+            self.assertEqual(refused.returncode, 2, refused.stderr)
+            self.assertIn(b"readable by others", refused.stderr)
 
     def test_only_clients_with_the_token_are_served(self):
         b = Bridge(transport="tcp")
@@ -111,6 +224,44 @@ class Tokens(unittest.TestCase):
             self.assertNotIn("s3cret-token", b.stderr())
 
 
+class Names(unittest.TestCase):
+    def test_a_profile_that_is_a_path_is_a_value_error_and_creates_nothing(self):
+        with Bridge() as b:
+            outside = b.dir / "outside"
+            for profile in ("../outside", "../../outside", str(outside), "a/b", "..", "."):
+                with self.subTest(profile=profile):
+                    reply = b.request({"action": "chat", "session_id": "p", "message": "hi", "profile": profile})
+                    self.assertEqual(reply["error_type"], "ValueError", reply)
+                    self.assertIn("plain name", reply["error"])
+            self.assertFalse(outside.exists())
+            self.assertEqual(sorted(p.name for p in b.home.iterdir() if p.name != "hermes-bridge"),
+                             ["config.yaml"])
+            self.assertEqual(b.request({"action": "list"})["sessions"], [])
+            self.assertEqual(b.chat("p", "hi", wait=True, profile="default")["status"], "complete")
+
+    def test_a_stored_profile_that_is_a_path_is_not_resumed(self):
+        first = Bridge().start()
+        db = first.home / "hermes-bridge" / "events.db"
+        try:
+            self.assertEqual(first.chat("old", "hi", wait=True)["status"], "complete")
+            first.request({"action": "shutdown"})
+            first.proc.wait(10)
+            first.proc.stdout.close()
+            with sqlite3.connect(db) as c:  # as a log written before profiles were checked could hold
+                c.execute("UPDATE sessions SET config=json_set(config, '$.profile', '../../escaped')")
+            with Bridge(args=["--db", str(db)]) as again:
+                reply = again.chat("old", "hi again", wait=True)
+                self.assertEqual(reply["error_type"], "ValueError", reply)
+                self.assertIn("plain name", reply["error"])
+                self.assertEqual(again.request({"action": "status", "session_id": "old"})["exists"], True)
+            self.assertFalse((first.dir.parent / "escaped").exists())
+            verdict = subprocess.run([str(bridge_binary()), "verify", "--db", str(db)], capture_output=True)
+            self.assertEqual(verdict.returncode, 5)
+            self.assertIn(b"sessions session old: profile must be a plain name", verdict.stdout)
+        finally:
+            first.stop()
+
+
 class Limits(unittest.TestCase):
     def test_connections_beyond_the_cap_are_refused_clearly(self):
         with Bridge(args=["--max-connections", "4"]) as b:
@@ -124,6 +275,95 @@ class Limits(unittest.TestCase):
                 sock.close()
             time.sleep(0.1)
             self.assertTrue(b.request({"action": "ping"})["pong"])
+
+    def test_the_cap_fits_the_open_file_limit_so_its_refusal_is_sent(self):
+        b = Bridge()
+        command = b.command
+        b.command = lambda: ["/bin/sh", "-c", 'ulimit -n 256; exec "$0" "$@"'] + command()  # soft and hard
+        with b:
+            logged = [line for line in b.stderr().splitlines() if "event=connections.capped" in line]
+            self.assertEqual(len(logged), 1, b.stderr())
+            cap = int(logged[0].split("max_connections=")[1].split()[0])
+            self.assertIn("open_file_limit=256", logged[0])
+            self.assertLess(cap, 256)
+            held = [b.connect() for _ in range(cap)]
+            time.sleep(0.2)
+            for _ in range(40):  # well past the cap: every one is told, none hangs
+                with b.connect(timeout=5) as refused:
+                    reply = json.loads(refused.recv(65536))
+                self.assertIn("too many connections", reply["error"])
+            for sock in held:
+                sock.close()
+            time.sleep(0.2)
+            self.assertTrue(b.request({"action": "ping"})["pong"])
+            self.assertEqual(b.chat("fd", "hi", wait=True)["status"], "complete")  # room left to work
+
+    def test_the_soft_open_file_limit_is_raised_to_the_hard_one(self):
+        b = Bridge()
+        command = b.command
+        b.command = lambda: ["/bin/sh", "-c", 'ulimit -S -n 200; exec "$0" "$@"'] + command()
+        with b:
+            pid = b.proc.pid
+            limits = Path(f"/proc/{pid}/limits").read_text()
+            soft, hard = next(line for line in limits.splitlines() if line.startswith("Max open files")).split()[3:5]
+            self.assertEqual(soft, hard)
+            self.assertGreater(int(soft), 200)
+
+    def test_max_sessions_refuses_new_session_ids(self):
+        with Bridge(args=["--max-sessions", "2"]) as b:
+            for sid in ("m1", "m2"):
+                self.assertEqual(b.chat(sid, "hi", wait=True)["status"], "complete")
+            refused = b.chat("m3", "hi", wait=True)
+            self.assertEqual(refused["error_type"], "RuntimeError")
+            self.assertIn("too many sessions (--max-sessions 2)", refused["error"])
+            self.assertEqual(b.chat("m1", "again", wait=True)["status"], "complete")  # known ids still run
+            self.assertTrue(b.request({"action": "destroy", "session_id": "m2"})["destroyed"])
+            self.assertEqual(b.chat("m3", "hi", wait=True)["status"], "complete")
+
+    def test_a_line_trickled_byte_by_byte_is_cut_at_the_deadline(self):
+        with Bridge(args=["--read-timeout-ms", "1500"]) as b:
+            for keepalive in (False, True):
+                with self.subTest(keepalive=keepalive), b.connect(timeout=10) as sock:
+                    if keepalive:
+                        sock.sendall(b'{"action": "ping", "keepalive": true}\n')
+                        self.assertIn(b'"pong"', sock.recv(65536))
+                    started = time.monotonic()
+                    answer = b""
+                    for byte in b'{"action": "ping", "padding": "' + b"x" * 100:
+                        try:
+                            sock.sendall(bytes([byte]))
+                        except OSError:
+                            break
+                        ready, _, _ = select.select([sock], [], [], 0.25)  # one byte every quarter second
+                        if ready:
+                            answer = sock.recv(65536)
+                            break
+                    elapsed = time.monotonic() - started
+                    self.assertIn(b"no complete request line within 1500 ms", answer)
+                    self.assertLess(elapsed, 4.0)  # the deadline, not the last byte, decides
+                    self.assertGreater(elapsed, 1.4)
+
+    def test_bytes_held_in_unfinished_lines_are_capped(self):
+        with Bridge(args=["--max-pending-bytes", "100000"]) as b:
+            first = b.connect(timeout=10)
+            first.sendall(b'{"action": "ping", "pad": "' + b"a" * 60000)
+            deadline = time.monotonic() + 10
+            while b.request({"action": "health"})["pending_request_bytes"] < 60000 and time.monotonic() < deadline:
+                time.sleep(0.02)  # until the daemon holds all of it
+            with b.connect(timeout=10) as second:
+                second.sendall(b'{"action": "ping", "pad": "' + b"b" * 60000)
+                reply = json.loads(second.recv(65536))
+            self.assertEqual(reply["error_type"], "RuntimeError")
+            self.assertIn("--max-pending-bytes 100000", reply["error"])
+            self.assertIn("event=connection.refused_pending", b.stderr())
+            self.assertTrue(b.request({"action": "ping"})["pong"])  # small requests still fit
+            first.sendall(b'"}\n')  # the first line completes: its bytes are no longer held
+            self.assertIn(b'"pong": true', first.recv(65536))
+            first.close()
+            self.assertEqual(b.request({"action": "health"})["pending_request_bytes"], 0)
+            with b.connect(timeout=10) as third:
+                third.sendall(b'{"action": "ping", "pad": "' + b"c" * 90000 + b'"}\n')
+                self.assertIn(b'"pong": true', third.recv(65536))
 
     def test_thousands_of_silent_connections_do_not_delay_a_ping(self):
         with Bridge() as b:
@@ -155,6 +395,54 @@ class Limits(unittest.TestCase):
 
 
 class SocketActivation(unittest.TestCase):
+    def start_with_inherited(self, listener: socket.socket, home: Path, *extra: str) -> subprocess.Popen:
+        def as_fd_3():  # systemd's place for the first inherited socket
+            if listener.fileno() == 3:
+                os.set_inheritable(3, True)
+            else:
+                os.dup2(listener.fileno(), 3)
+        return subprocess.Popen(
+            ["/bin/sh", "-c", 'export LISTEN_PID=$$ LISTEN_FDS=1; exec "$0" "$@"', str(bridge_binary()),
+             "--agent-root", str(FAKE_AGENT), "--hermes-home", str(home), *extra],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=as_fd_3, close_fds=False)
+
+    def test_an_inherited_tcp_socket_follows_the_endpoint_rule(self):
+        home = Path(tempfile.mkdtemp(prefix="hb-activation-"))
+        (home / "config.yaml").write_text(json.dumps({"model": {"default": "fake-model"}}))
+        try:
+            exposed = socket.socket()
+            exposed.bind(("0.0.0.0", 0))
+            exposed.listen(4)
+            # The endpoint flag says loopback; the socket systemd handed over is what counts.
+            proc = self.start_with_inherited(exposed, home, "--endpoint", "tcp://127.0.0.1:1")
+            out, err = proc.communicate(timeout=30)
+            exposed.close()
+            self.assertEqual(proc.returncode, 1)
+            self.assertEqual(out, b"")
+            self.assertIn(b"the socket handed over by systemd (LISTEN_FDS) is bound to 0.0.0.0:", err)
+            self.assertIn(b"--token-file", err)
+            local = socket.socket()
+            local.bind(("127.0.0.1", 0))
+            local.listen(4)
+            proc = self.start_with_inherited(local, home, "--endpoint", f"tcp://127.0.0.1:{local.getsockname()[1]}")
+            try:
+                ready, _, _ = select.select([proc.stdout], [], [], 20)
+                self.assertTrue(ready, "no ready line")
+                self.assertIn(b'"ready"', proc.stdout.readline())
+                with socket.create_connection(local.getsockname(), timeout=10) as client:
+                    client.sendall(b'{"action": "ping"}\n')
+                    self.assertIn(b'"pong": true', client.recv(65536))
+            finally:
+                proc.terminate()
+                proc.wait(10)
+                err = proc.stderr.read()
+                proc.stdout.close()
+                proc.stderr.close()
+                local.close()
+            self.assertIn(b"event=access.no_token", err)
+        finally:
+            subprocess.run(["rm", "-rf", str(home)])
+
     def test_an_inherited_listening_socket_is_served(self):
         home = Path(tempfile.mkdtemp(prefix="hb-activation-"))
         (home / "config.yaml").write_text(json.dumps({"model": {"default": "fake-model"}}))

@@ -63,3 +63,17 @@ TEST_CASE("configs for replay-made and resumed sessions", "[chat]") {
         R"({"model": "m", "resumed": true, "resumed_message_count": 7})");
   CHECK(hb::actors::resumed_config("not json", 7) == "not json");
 }
+
+TEST_CASE("a profile that is not a plain name is a ValueError before anything is built", "[chat]") {
+  for (const char* bad : {R"({"message": "x", "profile": "../../etc"})", R"({"message": "x", "profile": "/tmp/p"})",
+                          R"({"message": "x", "profile": "a/b"})", R"({"message": "x", "profile": ".."})"}) {
+    INFO(bad);
+    try {
+      read_chat(bad, "embedded");
+      FAIL("accepted");
+    } catch (const hb::protocol::wire_error& e) {
+      CHECK(e.type == "ValueError");
+    }
+  }
+  CHECK(read_chat(R"({"message": "x", "profile": "work"})", "embedded").recipe.profile == "work");
+}

@@ -159,3 +159,18 @@ TEST_CASE("damaged exports are refused with the line", "[app]") {
   blank[2] += "\r";
   CHECK(damage(blank).empty());
 }
+
+TEST_CASE("a run's user message travels with it; files without one still read", "[app]") {
+  auto lines = sample_lines();
+  CHECK(lines[2].find("user_message") == std::string::npos); // none: the line is as before
+  CHECK_FALSE(decode(lines).runs[0].row.user_message);
+  run_row r;
+  r.run_id = "r1";
+  r.session_id = "s1";
+  r.status = "running";
+  r.started_at = 1.0;
+  r.user_message = R"([{"type": "text", "text": "look"}])";
+  lines[2] = encode_run(r);
+  CHECK(lines[2].find(R"("user_message": "[{\"type\": \"text\", \"text\": \"look\"}]")") != std::string::npos);
+  CHECK(*decode(lines).runs[0].row.user_message == *r.user_message);
+}

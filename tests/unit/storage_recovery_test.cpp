@@ -1,6 +1,7 @@
 // Crash damage on purpose: a torn WAL, a corrupted page, a writer killed in
 // the middle of a batch. Recovery must keep every committed row and settle
 // what was left open.
+#include "protocol/json_text.hpp"
 #include "storage/log_file.hpp"
 #include "storage/log_reader.hpp"
 #include "storage/log_writer.hpp"
@@ -151,4 +152,78 @@ TEST_CASE("a version 1 log is migrated in place", "[recovery]") {
   CHECK(q.getColumn(0).getString() == "old");
   CHECK(q.getColumn(1).isNull());
   CHECK(w.database().tableExists("events"));
+}
+
+TEST_CASE("a version 2 log is migrated in place: runs gain user_message, rows are kept", "[recovery]") {
+  temp_dir dir;
+  {
+    SQLite::Database v2(dir.file("events.db"), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+    v2.exec("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+            "INSERT INTO meta VALUES('schema_version', '2');"
+            "CREATE TABLE sessions(session_id TEXT PRIMARY KEY, created_at REAL NOT NULL, last_used_at REAL NOT NULL,"
+            " config TEXT NOT NULL, history TEXT NOT NULL DEFAULT '[]', message_count INTEGER NOT NULL DEFAULT 0,"
+            " destroyed INTEGER NOT NULL DEFAULT 0);"
+            "CREATE TABLE runs(run_no INTEGER PRIMARY KEY, run_id TEXT NOT NULL UNIQUE, session_id TEXT NOT NULL,"
+            " status TEXT NOT NULL, started_at REAL NOT NULL, ended_at REAL, result TEXT, error TEXT, pruned_at REAL);"
+            "CREATE TABLE events(run_no INTEGER NOT NULL, seq INTEGER NOT NULL, at REAL NOT NULL, body TEXT NOT NULL,"
+            " PRIMARY KEY(run_no, seq)) WITHOUT ROWID;"
+            "INSERT INTO sessions VALUES('s', 1.0, 1.0, '{}', '[{\"role\": \"user\", \"content\": \"a\"}]', 1, 0);"
+            "INSERT INTO runs(run_id, session_id, status, started_at) VALUES('cut', 's', 'running', 1.0);"
+            "INSERT INTO events VALUES(1, 0, 1.0, '{\"event\": \"stream.delta\", \"delta\": \"half\"}');");
+  }
+  hb::storage::log_writer w(dir.file("events.db"));
+  CHECK(hb::storage::stored_schema_version(w.database()) == 3);
+  SQLite::Statement q(w.database(), "SELECT run_id, status, user_message FROM runs");
+  REQUIRE(q.executeStep());
+  CHECK(q.getColumn(0).getString() == "cut");
+  CHECK(q.getColumn(1).getString() == "running");
+  CHECK(q.getColumn(2).isNull());
+  CHECK(w.database().execAndGet("SELECT count(*) FROM events").getInt() == 1);
+  // A run logged before version 3 has no user message: recovery settles it
+  // and leaves the history as it was rather than invent half a turn.
+  auto report = hb::storage::recover_open_runs(w.database(), 2.0);
+  CHECK(report.runs_interrupted == 1);
+  CHECK(report.turns_kept == 0);
+  CHECK(w.database().execAndGet("SELECT message_count FROM sessions").getInt() == 1);
+}
+
+TEST_CASE("a run cut by a crash stays in its session's history", "[recovery]") {
+  temp_dir dir;
+  hb::storage::log_writer w(dir.file("events.db"));
+  hb::storage::session_row s;
+  s.session_id = "s1";
+  s.history = R"([{"role": "user", "content": "first"}, {"role": "assistant", "content": "ok"}])";
+  s.message_count = 2;
+  w.put_session(s);
+  w.open_run("r1", "s1", 1.0, R"("list the files, then explain")");
+  w.append_event("r1", R"({"event": "stream.delta", "delta": "Listing "})", 1.1);
+  w.append_event("r1", R"({"event": "stream.delta", "delta": "now."})", 1.2);
+  w.append_event("r1", R"({"event": "tool.started", "tool_call_id": "c1", "tool_name": "terminal", "args": {"cmd": "ls"}})", 1.3);
+  w.append_event("r1", R"({"event": "tool.completed", "tool_call_id": "c1", "tool_name": "terminal", "args": {"cmd": "ls"}, "result": "a b", "result_preview": "a b"})", 1.4);
+  w.append_event("r1", R"({"event": "stream.delta", "delta": "Two files; "})", 1.5);
+  w.append_event("r1", R"({"event": "tool.started", "tool_call_id": "c2", "tool_name": "terminal", "args": {"cmd": "wc a"}})", 1.6);
+  w.commit();
+
+  auto report = hb::storage::recover_open_runs(w.database(), 5.0);
+  CHECK(report.turns_kept == 1);
+  auto history = hb::protocol::json::parse(w.database().execAndGet("SELECT history FROM sessions").getString());
+  CHECK(w.database().execAndGet("SELECT message_count FROM sessions").getInt() == static_cast<int>(history.size()));
+  REQUIRE(history.size() == 8);
+  CHECK(history[1]["content"] == "ok"); // what was there stays first
+  CHECK(history[2] == hb::protocol::json::parse(R"({"role": "user", "content": "list the files, then explain"})"));
+  CHECK(history[3]["content"] == "Listing now.");
+  CHECK(history[3]["tool_calls"][0]["id"] == "c1");
+  CHECK(history[3]["tool_calls"][0]["function"]["arguments"] == R"({"cmd": "ls"})");
+  CHECK(history[4] == hb::protocol::json::parse(R"({"role": "tool", "tool_call_id": "c1", "content": "a b"})"));
+  CHECK(history[5]["content"] == "Two files; ");
+  CHECK(history[5]["tool_calls"][0]["id"] == "c2");
+  CHECK(history[6]["role"] == "tool");
+  CHECK(history[6]["tool_call_id"] == "c2");
+  std::string unknown = history[6]["content"];
+  CHECK(unknown.find("hermes-bridge restarted before this tool reported") != std::string::npos);
+  CHECK(unknown.find("unknown") != std::string::npos);
+  // Cut while a tool ran: the cut is said in a reply of its own, so the
+  // next user message follows an assistant message as usual.
+  CHECK(history[7]["role"] == "assistant");
+  CHECK(history[7]["content"] == "[this reply was cut off: hermes-bridge restarted before the turn finished]");
 }

@@ -48,6 +48,7 @@ class Turn:
             "clock": self._step_clock,
             "flood": self._step_flood,
             "tool": self._step_tool,
+            "slow-tool": self._step_slow_tool,
             "danger": lambda arg: self._step_approval(arg, "auto"),
             "approve-cli": lambda arg: self._step_approval(arg, "cli"),
             "approve-gw": lambda arg: self._step_approval(arg, "gw"),
@@ -143,7 +144,7 @@ class Turn:
             self.agent._emit("tool_progress_callback", "reasoning.available", "_thinking",
                              sent[:500], None)
 
-    def _run_tool(self, name, arg, result) -> None:
+    def _run_tool(self, name, arg, result, running_ms=0) -> None:
         """Tool execution on the turn thread, with the real callback order."""
         agent = self.agent
         call_id = agent._next_call_id()
@@ -155,6 +156,7 @@ class Turn:
         agent._emit("stream_delta_callback", None)  # end-of-segment sentinel
         agent._emit("tool_progress_callback", "tool.started", name, arg[:40], args)
         agent._emit("tool_start_callback", call_id, name, args)
+        self._sleep(running_ms, True)
         agent._emit("tool_progress_callback", "tool.completed", name, None, None,
                     duration=0.01, is_error=False, result=result)
         agent._emit("tool_complete_callback", call_id, name, args, result)
@@ -192,6 +194,11 @@ class Turn:
     def _step_tool(self, arg) -> None:
         name, arg_text = split_first(arg)
         self._run_tool(name, arg_text, f"ran {name}: {arg_text}")
+
+    def _step_slow_tool(self, arg) -> None:
+        """A tool that runs for <ms> between its start and its result."""
+        name, ms = split_first(arg)
+        self._run_tool(name, ms, f"ran {name} for {ms} ms", running_ms=int(ms))
 
     def _step_approval(self, command, mode) -> None:
         choice = self._ask_approval(command, mode)
