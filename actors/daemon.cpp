@@ -3,6 +3,7 @@
 #include "actors/broker.hpp"
 #include "actors/daemon_log.hpp"
 #include "actors/log_actors.hpp"
+#include "bridge/agent_hosting.hpp"
 #include "storage/finished_runs.hpp"
 
 #include <caf/all.hpp>
@@ -100,6 +101,8 @@ int serve(const daemon_settings& settings, int listen_fd, std::shared_ptr<storag
         log_event(log_level::error, "log.final_flush_failed", caf::to_string(err));
       });
   }
+  // Live runs are committed: workers may go (each interrupts what is left).
+  bridge::stop_agents(std::chrono::seconds(2));
   log_event(log_level::info, "daemon.stopped", "");
   // Agent threads that ignore interrupts may still hold the GIL; finalizing
   // Python or joining every actor could then hang. Everything that matters is

@@ -123,13 +123,16 @@ std::string python_runtime::start(const std::string& agent_root, const std::stri
     py::object builtins = py::module_::import("builtins");
     for (std::size_t i = 0; i < embedded_module_count; ++i) {
       const auto& m = embedded_modules[i];
+      if (std::string_view(m.name).rfind("worker_", 0) == 0)
+        continue; // the worker process's own modules (bridge/worker)
       py::object module = module_type(m.name);
       module.attr("__file__") = std::string("<hermes-bridge>/") + m.name + ".py";
       sys.attr("modules")[m.name] = module;
       // compile() with a file name, so tracebacks say where they came from.
       py::object code = builtins.attr("compile")(m.source, module.attr("__file__"), "exec");
       builtins.attr("exec")(code, module.attr("__dict__"));
-      adapter() = module; // the last one is the adapter the daemon calls
+      if (std::string_view(m.name) == "bridge_adapter")
+        adapter() = module; // what the daemon calls
     }
     py::dict info = adapter().attr("configure")(agent_root, hermes_home);
     return py::str(info["agent_root"]);
@@ -250,8 +253,8 @@ bool agent_session::steer(const std::string& text) {
   }
 }
 
-int resolve_gateway_approval(const std::string& session_id, const std::string& choice,
-                             const std::function<void(int)>& while_holding_gil) {
+int embedded_resolve_gateway_approval(const std::string& session_id, const std::string& choice,
+                                      const std::function<void(int)>& while_holding_gil) {
   py::gil_scoped_acquire gil;
   int released = 0;
   try {

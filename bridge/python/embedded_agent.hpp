@@ -5,6 +5,7 @@
 #pragma once
 
 #include "bridge/agent_host.hpp"
+#include "bridge/agent_hosting.hpp" // resolve_gateway_approval, for the broker
 #include "protocol/wire_error.hpp"
 
 #include <functional>
@@ -52,11 +53,12 @@ private:
   std::unique_ptr<impl> impl_;
 };
 
-// tools.approval.resolve_gateway_approval(session_id, choice): how many
-// waiting requests it released. `while_holding_gil` runs with that count
+// The embedded host's resolve_gateway_approval (see bridge/agent_hosting.hpp,
+// which picks the host): tools.approval.resolve_gateway_approval(session_id,
+// choice) in this process, how many waiting requests it released. `while_holding_gil` runs with that count
 // before the GIL is released, i.e. before the woken agent thread can run:
 // what it records is ordered before anything the agent does next.
-int resolve_gateway_approval(const std::string& session_id, const std::string& choice,
-                             const std::function<void(int)>& while_holding_gil);
+int embedded_resolve_gateway_approval(const std::string& session_id, const std::string& choice,
+                                      const std::function<void(int)>& while_holding_gil);
 
 } // namespace hb::bridge
