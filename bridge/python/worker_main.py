@@ -51,19 +51,20 @@ class Connection:
         self.lock = threading.RLock()
         self.broken = False
 
-    def send(self, kind: str, **fields: Any) -> bool:
-        data = frames.encode(kind, fields)
+    # Positional-only: an ask frame has a field named "kind".
+    def send(self, frame_kind: str, /, **fields: Any) -> bool:
+        data = frames.encode(frame_kind, fields)
         with self.lock:
             return self._write(data)
 
-    def send_for(self, turn: "Turn", kind: str, **fields: Any) -> bool:
+    def send_for(self, turn: "Turn", frame_kind: str, /, **fields: Any) -> bool:
         """A turn's frame, numbered in the order it is written."""
         with self.lock:
             if turn.closed:
                 return False  # a thread the turn left behind
             turn.seq += 1
             fields["turn"], fields["seq"] = turn.turn_id, turn.seq
-            return self._write(frames.encode(kind, fields))
+            return self._write(frames.encode(frame_kind, fields))
 
     def _write(self, data: bytes) -> bool:
         if self.broken:
