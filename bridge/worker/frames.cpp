@@ -97,10 +97,12 @@ struct writer {
   }
 };
 
+// Moves strings out of the parsed body: a turn's outcome can be hundreds of
+// MB, and each copy of it is memory the daemon holds at once.
 struct reader {
-  const json& in;
+  json& in;
   const char* kind;
-  const json& at(const char* key) {
+  json& at(const char* key) {
     auto it = in.find(key);
     if (it == in.end())
       throw frame_error(std::string(kind) + " frame without " + key);
@@ -110,18 +112,18 @@ struct reader {
     throw frame_error(std::string(kind) + " frame: " + key + " is not " + want);
   }
   int operator()(const char* key, std::string& v) {
-    const json& j = at(key);
+    json& j = at(key);
     if (!j.is_string())
       wrong(key, "a string");
-    v = j.get<std::string>();
+    v = std::move(j.get_ref<std::string&>());
     return 0;
   }
   int operator()(const char* key, std::optional<std::string>& v) {
-    const json& j = at(key);
+    json& j = at(key);
     if (j.is_null())
       v.reset();
     else if (j.is_string())
-      v = j.get<std::string>();
+      v = std::move(j.get_ref<std::string&>());
     else
       wrong(key, "a string or null");
     return 0;
@@ -182,7 +184,7 @@ template <class Variant> std::string encode_any(const Variant& frame) {
   return out;
 }
 
-template <class Variant, size_t I = 0> Variant decode_kind(const json& body, const std::string& kind) {
+template <class Variant, size_t I = 0> Variant decode_kind(json& body, const std::string& kind) {
   if constexpr (I == std::variant_size_v<Variant>) {
     throw frame_error("unknown frame kind: " + kind.substr(0, 40));
   } else {
@@ -218,7 +220,12 @@ from_worker decode_from_worker(std::string_view body) { return decode_any<from_w
 
 void frame_reader::feed(const char* data, size_t size) {
   if (start_ > 0 && start_ == buffer_.size()) {
-    buffer_.clear();
+    // After a big frame the buffer would keep its size for the worker's
+    // whole life (a 100 MB turn's outcome): let it go.
+    if (buffer_.capacity() > (4u << 20))
+      std::string().swap(buffer_);
+    else
+      buffer_.clear();
     start_ = 0;
   } else if (start_ > (1u << 20) && start_ * 2 > buffer_.size()) {
     buffer_.erase(0, start_); // what was handed out goes, without moving every byte per frame
@@ -234,8 +241,17 @@ std::optional<std::string> frame_reader::next() {
   uint32_t n = (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
   if (n > max_frame_bytes)
     throw frame_error("frame length " + std::to_string(n) + " is over the limit");
-  if (buffer_.size() - start_ - 4 < n)
+  if (buffer_.size() - start_ - 4 < n) {
+    if (n > (1u << 20))
+      buffer_.reserve(start_ + 4 + n); // once, not doubling its way up to a big frame
     return std::nullopt;
+  }
+  if (start_ == 0 && buffer_.size() == 4 + size_t{n}) { // the whole buffer: hand it over, no copy
+    std::string body = std::move(buffer_);
+    body.erase(0, 4);
+    buffer_ = std::string();
+    return body;
+  }
   std::string body = buffer_.substr(start_ + 4, n);
   start_ += 4 + n;
   return body;
