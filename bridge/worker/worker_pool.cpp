@@ -57,7 +57,7 @@ std::shared_ptr<worker_process> worker_pool::running(slot& s) {
     std::lock_guard<std::mutex> lock(mu_);
     proc = s.proc;
   }
-  if (proc && proc->alive())
+  if (proc && proc->accepting())
     return proc;
   auto now = clock::now();
   if (proc) { // it died: count it, and wait before starting again if it keeps dying
@@ -169,14 +169,14 @@ void worker_pool::collect_idle() {
     auto now = clock::now();
     for (auto& [_, slots] : slots_)
       for (auto& s : slots) {
-        if (!s->proc || !s->proc->alive() || s->proc->live_turns() > 0)
+        if (!s->proc || !s->proc->alive())
           continue;
         // Idle: no session left. Too big: no turn running (its sessions
         // resume from the log in a fresh worker on their next chat).
         bool idle = s->sessions == 0 && options_.idle_timeout.count() > 0 &&
                     now - s->idle_since >= options_.idle_timeout;
         bool big = options_.max_rss_mb > 0 && s->proc->rss_mb() > options_.max_rss_mb;
-        if (idle || big) {
+        if ((idle || big) && s->proc->retire_if_idle()) {
           s->recycled++;
           retire.push_back(s->proc);
           s->proc.reset(); // not a crash: the next session starts a fresh one at once

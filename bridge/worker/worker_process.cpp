@@ -239,9 +239,11 @@ turn_outcome worker_process::run_turn(uint64_t handle, const std::shared_ptr<tur
   uint64_t id = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!alive_) {
+    if (!alive_ || stopping_) {
       turn_outcome out;
-      out.error = "the agent worker for profile " + profile_ + " is gone: " + death_reason_;
+      out.error = "the agent worker for profile " + profile_ +
+                  (alive_ ? std::string(" was being restarted; send the message again")
+                          : " is gone: " + death_reason_);
       out.result = protocol::object_writer{}.str("error", *out.error).finish();
       return out;
     }
@@ -254,7 +256,16 @@ turn_outcome worker_process::run_turn(uint64_t handle, const std::shared_ptr<tur
   return std::move(*turn->outcome);
 }
 
+bool worker_process::retire_if_idle() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!turns_.empty() || !alive_)
+    return false;
+  stopping_ = true;
+  return true;
+}
+
 void worker_process::stop(std::chrono::milliseconds grace) {
+  stopping_ = true;
   if (!alive_)
     return;
   post(shutdown{});

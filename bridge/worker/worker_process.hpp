@@ -41,6 +41,11 @@ public:
   ~worker_process();
 
   bool alive() const { return alive_.load(); }
+  // Alive and not being retired: new turns may go to it.
+  bool accepting() const { return alive_.load() && !stopping_.load(); }
+  // Marks it as being retired if no turn runs in it (atomically with
+  // run_turn's check, so no turn starts in a worker about to stop).
+  bool retire_if_idle();
   std::string death_reason() const;
   pid_t pid() const { return pid_; }
   const std::string& profile() const { return profile_; }
@@ -90,6 +95,7 @@ private:
   double started_at_ = 0;
   ready ready_;
   std::atomic<bool> alive_{false};
+  std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> handles_{0};
 
   mutable std::mutex mu_; // everything below

@@ -23,7 +23,7 @@ public:
   turn_outcome run_turn(const std::shared_ptr<turn_sink>& sink, const std::string& request_json) override;
   void interrupt(const std::string& message_json) override;
   bool steer(const std::string& text) override;
-  bool usable() const override { return proc_->alive(); }
+  bool usable() const override { return proc_->accepting(); }
   std::string call(const std::string& op, const std::string& args_json) override;
 
 private:
