@@ -64,7 +64,7 @@ struct serve_flags {
   std::string token_file;
   size_t max_connections = 4096;
   std::string agent_root; // empty: searched (bridge/agent_env.cpp)
-  std::string agent_host = "embedded";
+  std::string agent_host = "worker";
   std::string agent_python;
   size_t workers_per_profile = 1;
   double worker_idle_timeout_s = 300;

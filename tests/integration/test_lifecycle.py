@@ -229,8 +229,10 @@ class CommandLine(unittest.TestCase):
     def test_missing_agent_root_is_a_clear_error(self):
         with Bridge() as b:
             home = b.home
+        # The embedded host cannot start without the agent (the worker host
+        # serves and says so at each chat: test_worker_host.py).
         out = self.run_binary("--endpoint", f"ipc:///tmp/hb-missing-{os.getpid()}.sock", "--agent-root",
-                              "/nonexistent/agent", "--hermes-home", "/tmp/hb-missing-home",
+                              "/nonexistent/agent", "--hermes-home", "/tmp/hb-missing-home", "--agent-host", "embedded",
                               env={"HOME": "/nonexistent-home", "HERMES_AGENT_ROOT": ""})
         self.assertEqual(out.returncode, 1, out.stderr)
         self.assertIn("hermes-agent run_agent.py not found", out.stderr)

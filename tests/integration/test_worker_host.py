@@ -107,6 +107,18 @@ class WorkerHostTest(unittest.TestCase):
             self.assertIn("run_agent", reply["error"])
             self.assertTrue(b.request({"action": "ping"})["pong"])
 
+    def test_no_agent_root_anywhere_is_an_error_naming_the_places_tried(self):
+        b = Bridge(args=WORKER, env={"HOME": "/nonexistent-home", "HERMES_AGENT_ROOT": "", "HERMES_BIN": "/nonexistent/hermes"})
+        cmd = b.command()
+        cmd[cmd.index("--agent-root") + 1] = "/nonexistent/agent"
+        b.command = lambda: cmd
+        with b:
+            reply = b.chat("s", "hello")
+            self.assertFalse(reply["ok"])
+            self.assertIn("No hermes-agent source tree (run_agent.py) in: /nonexistent/agent", reply["error"])
+            self.assertIn("/usr/local/lib/hermes-agent", reply["error"])
+            self.assertIn("--agent-root", b.request({"action": "health"})["agent"]["error"])
+
     def test_two_profiles_stream_at_once_and_never_see_each_others_env(self):
         with Bridge(args=WORKER) as b:
             add_profile(b, "alpha", {"ONLY_ALPHA": "a-secret", "SHARED": "from-alpha"})
