@@ -281,9 +281,17 @@ class Worker:
 
 
 def agent_version(root: str | None) -> str:
+    """The installed distribution's version, else the source tree's pyproject.toml."""
     try:
         import importlib.metadata as md
         return md.version("hermes-agent")
+    except Exception:
+        pass
+    try:
+        import re
+        with open(os.path.join(str(root), "pyproject.toml"), encoding="utf-8") as f:
+            found = re.search(r'(?m)^version\s*=\s*"([^"]+)"', f.read())
+        return found.group(1) if found else ""
     except Exception:
         return ""
 
