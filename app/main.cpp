@@ -175,6 +175,7 @@ int host_in_workers(const serve_flags& flags, const std::string& home, const hb:
   options.max_rss_mb = flags.worker_max_rss_mb;
   auto pool = std::make_shared<hb::bridge::worker::worker_pool>(options);
   pool->start_housekeeping();
+  pool->prestart("default"); // most chats name no profile
   hb::bridge::host_agents_in_workers(pool, chosen.agent_json());
   settings.agent_root = env.agent_root.value_or("None");
   return 0;

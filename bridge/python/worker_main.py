@@ -322,6 +322,21 @@ class Worker:
             deadline.wait(0.05)
 
 
+def preimport(profile: str) -> None:
+    """Imports run_agent ahead of the first create_session (seconds for the
+    real agent), inside the profile's environment as create_session would:
+    its module-level code reads HERMES_HOME and loads that home's .env."""
+    try:
+        from bridge_profiles import GATE, PATHS
+        with GATE.hold(profile or "default"):
+            root = PATHS["agent_root"]
+            if root is not None and str(root) not in sys.path:
+                sys.path.insert(0, str(root))
+            import run_agent  # noqa: F401
+    except BaseException:
+        pass  # create_session imports it again and reports what fails
+
+
 def agent_version(root: str | None) -> str:
     """The installed distribution's version, else the source tree's pyproject.toml."""
     try:
@@ -357,6 +372,8 @@ def main(argv: list[str]) -> int:
     conn.send("ready", pid=os.getpid(), python=sys.executable, python_version=platform.python_version(),
               agent_root=str(root), agent_version=agent_version(root), error=clean_text(error))
     worker = Worker(conn, error)
+    if not error:
+        threading.Thread(target=preimport, args=(args.profile,), daemon=True).start()
     why = "hermes-bridge went away"
     try:
         while True:

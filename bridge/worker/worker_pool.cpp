@@ -187,6 +187,19 @@ void worker_pool::collect_idle() {
     p->stop(std::chrono::seconds(3));
 }
 
+void worker_pool::prestart(const std::string& profile) {
+  if (!options_.unavailable.empty())
+    return;
+  auto self = shared_from_this();
+  std::thread([self, profile] {
+    try {
+      self->running(*self->pick(profile));
+    } catch (const std::exception&) {
+      // The first chat that needs it tries again and reports why.
+    }
+  }).detach();
+}
+
 void worker_pool::start_housekeeping() {
   if (options_.idle_timeout.count() <= 0 && options_.max_rss_mb <= 0)
     return;

@@ -48,6 +48,9 @@ public:
   // A thread of the pool's own calls collect_idle() every few seconds (when
   // there is an idle timeout or a memory limit), for as long as the pool lives.
   void start_housekeeping();
+  // Starts a worker for `profile` in the background, so that the first chat
+  // does not wait for the interpreter (and the agent's imports) to start.
+  void prestart(const std::string& profile);
   // {"host": "worker", "workers": [...]} for health.
   std::string health_json() const;
   void stop_all(std::chrono::milliseconds grace);

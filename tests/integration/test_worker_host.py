@@ -135,7 +135,7 @@ class WorkerHostTest(unittest.TestCase):
             self.assertEqual(z.count("SHARED=from-beta"), 2, z)
             pid = lambda text: text.split("pid=")[1].split()[0]
             self.assertNotEqual(pid(a), pid(z))  # a process each
-            self.assertEqual({w["profile"] for w in workers(b)}, {"alpha", "beta"})
+            self.assertEqual({w["profile"] for w in workers(b)}, {"default", "alpha", "beta"})  # default: started ahead
 
     def test_a_slow_turn_in_one_profile_does_not_delay_another(self):
         with Bridge(args=WORKER) as b:
@@ -224,6 +224,13 @@ class WorkerHostTest(unittest.TestCase):
             b.request({"action": "shutdown"})
             b.proc.wait(10)
             self.assertTrue(wait_until(lambda: not alive(pid), timeout=5))
+
+    def test_the_default_profiles_worker_is_started_ahead_of_the_first_chat(self):
+        with Bridge(args=WORKER) as b:
+            self.assertTrue(wait_until(lambda: any(w["alive"] for w in workers(b, "default"))))
+            self.assertEqual(b.chat("s", "hi", wait=True)["output"], "echo: hi")
+            (w,) = workers(b, "default")
+            self.assertEqual(w["starts"], 1)
 
     def test_several_workers_per_profile_share_its_sessions(self):
         with Bridge(args=WORKER + ["--workers-per-profile", "2"]) as b:
