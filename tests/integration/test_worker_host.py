@@ -195,6 +195,18 @@ class WorkerHostTest(unittest.TestCase):
             self.assertEqual(done["seen_text"], "before")
             self.assertEqual(b.chat("x", "after", wait=True)["output"], "echo: after")
 
+    def test_a_worker_that_keeps_dying_is_restarted_later_and_later(self):
+        with Bridge(args=WORKER) as b:
+            for _ in range(2):  # the first death costs nothing: the next chat starts a worker at once
+                self.assertEqual(b.chat("x", "script:exit 3", wait=True)["status"], "error")
+            refused = b.chat("x", "hi")
+            self.assertFalse(refused["ok"])
+            self.assertIn("keeps dying (2 times in a row, last: exit code 3)", refused["error"])
+            (w,) = workers(b, "default")
+            self.assertEqual((w["crashes_in_a_row"], w["last_death"]), (2, "exit code 3"))
+            time.sleep(0.6)
+            self.assertEqual(b.chat("x", "hi", wait=True)["output"], "echo: hi")
+
     def test_a_question_pending_when_the_worker_dies_is_settled(self):
         with Bridge(args=WORKER) as b:
             run = b.chat("q", "script:approve-cli rm -rf /")["run_id"]
