@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 namespace hb::bridge::worker {
@@ -242,8 +243,13 @@ std::optional<std::string> frame_reader::next() {
   if (n > max_frame_bytes)
     throw frame_error("frame length " + std::to_string(n) + " is over the limit");
   if (buffer_.size() - start_ - 4 < n) {
-    if (n > (1u << 20))
-      buffer_.reserve(start_ + 4 + n); // once, not doubling its way up to a big frame
+    // Grow towards the announced size, but never more than double what has
+    // arrived: the length of a corrupt frame must not reserve a gigabyte, and
+    // a real big frame should not end with a buffer twice its size.
+    size_t need = start_ + 4 + size_t{n};
+    size_t step = std::min(need, buffer_.size() * 2 + (size_t{1} << 20));
+    if (step > buffer_.capacity())
+      buffer_.reserve(step);
     return std::nullopt;
   }
   if (start_ == 0 && buffer_.size() == 4 + size_t{n}) { // the whole buffer: hand it over, no copy
