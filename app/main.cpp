@@ -122,11 +122,40 @@ std::shared_ptr<const hb::bridge::native_options> native_options_from(const serv
   return options;
 }
 
+// The agent's venv (the installer's layout) lends the embedded interpreter
+// its site-packages when it is of the same Python version; another version
+// cannot be loaded into this process at all.
+std::vector<std::string> embedded_site_dirs(const hb::bridge::agent_env& env) {
+  std::vector<std::string> dirs;
+  if (!env.agent_root)
+    return dirs;
+  for (const auto& python : env.interpreters) {
+    if (python.source != "venv")
+      continue;
+    auto probe = hb::bridge::probe_interpreter(python, env.agent_root);
+    if (!probe.ran)
+      continue;
+    std::string mine = hb::bridge::python_runtime::version();
+    if (probe.version.rfind(mine + ".", 0) != 0 && probe.version != mine)
+      throw hb::protocol::runtime_error(
+        "the agent's environment " + python.display() + " is Python " + probe.version +
+        ", but the embedded host runs Python " + mine + "; use --agent-host worker");
+    std::string venv = std::filesystem::path(python.argv[0]).parent_path().parent_path().string();
+    std::string site = venv + "/lib/python" + mine + "/site-packages";
+    if (std::filesystem::is_directory(site))
+      dirs.push_back(site);
+    break; // the first venv interpreter is the agent's
+  }
+  return dirs;
+}
+
 // Agents in this process, on the Python linked into it.
 int host_embedded(const serve_flags& flags, const std::string& home, const hb::bridge::agent_env& env,
                   hb::actors::daemon_settings& settings) {
   try {
-    settings.agent_root = hb::bridge::python_runtime::start(env.agent_root.value_or(flags.agent_root), home);
+    auto site_dirs = embedded_site_dirs(env);
+    settings.agent_root =
+      hb::bridge::python_runtime::start(env.agent_root.value_or(flags.agent_root), home, site_dirs);
   } catch (const hb::protocol::wire_error& e) {
     // A daemon that hosts the TUI needs no embedded hermes-agent; embedded
     // chats then fail with this reason instead.

@@ -103,7 +103,12 @@ PYBIND11_EMBEDDED_MODULE(hermes_bridge_native, m) {
     });
 }
 
-std::string python_runtime::start(const std::string& agent_root, const std::string& hermes_home) {
+std::string python_runtime::version() {
+  return std::to_string(PY_MAJOR_VERSION) + "." + std::to_string(PY_MINOR_VERSION);
+}
+
+std::string python_runtime::start(const std::string& agent_root, const std::string& hermes_home,
+                                  const std::vector<std::string>& site_dirs) {
   PyConfig config;
   PyConfig_InitPythonConfig(&config);
   // Debian's interpreter, whatever python3 is first on PATH: subprocesses the
@@ -118,6 +123,18 @@ std::string python_runtime::start(const std::string& agent_root, const std::stri
     py::list path = sys.attr("path");
     if (py::len(path) > 0 && py::str(path[0]).cast<std::string>().empty())
       path.attr("pop")(0); // never import stray modules from the daemon's cwd
+    if (!site_dirs.empty()) {
+      // site.addsitedir also runs the directory's .pth files (editable
+      // installs); what it appended then moves to the front.
+      py::object site = py::module_::import("site");
+      size_t before = py::len(path);
+      for (const auto& dir : site_dirs)
+        site.attr("addsitedir")(dir);
+      py::list added = path[py::slice(static_cast<py::ssize_t>(before), static_cast<py::ssize_t>(py::len(path)), 1)];
+      path.attr("__delitem__")(py::slice(static_cast<py::ssize_t>(before), static_cast<py::ssize_t>(py::len(path)), 1));
+      for (py::ssize_t i = static_cast<py::ssize_t>(py::len(added)) - 1; i >= 0; --i)
+        path.attr("insert")(0, added[static_cast<size_t>(i)]);
+    }
     py::module_::import("hermes_bridge_native");
     py::object module_type = py::module_::import("types").attr("ModuleType");
     py::object builtins = py::module_::import("builtins");

@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace hb::bridge {
 
@@ -20,7 +21,12 @@ class python_runtime {
 public:
   // Returns str(agent root) ("None" for a package install); throws
   // protocol::wire_error when hermes-agent cannot be found.
-  static std::string start(const std::string& agent_root, const std::string& hermes_home);
+  // `site_dirs`: the agent's own site-packages (a venv of this same Python
+  // version), put ahead of the system's so the installer's layout works.
+  static std::string start(const std::string& agent_root, const std::string& hermes_home,
+                           const std::vector<std::string>& site_dirs = {});
+  // "3.11": the version linked into the daemon (no interpreter needed).
+  static std::string version();
   // Finalizing with agent threads alive can hang: the interpreter is never
   // finalized, the daemon exits without it.
   static void release_main_thread();

@@ -62,11 +62,11 @@ class VenvRoot(Bridge):
     packages (fake_support) only inside a real venv at <root>/venv: only the
     venv's interpreter can run it, and nothing but --agent-root points there."""
 
-    def __init__(self, **kw) -> None:
+    def __init__(self, python: str = "/usr/bin/python3", **kw) -> None:
         super().__init__(**kw)
         self.root = self.dir / "agent"
         shutil.copytree(FAKE_AGENT, self.root, ignore=shutil.ignore_patterns("fake_support", "__pycache__"))
-        subprocess.run(["/usr/bin/python3", "-m", "venv", "--without-pip", str(self.root / "venv")], check=True)
+        subprocess.run([python, "-m", "venv", "--without-pip", str(self.root / "venv")], check=True)
         site = glob.glob(str(self.root / "venv" / "lib" / "python3*" / "site-packages"))[0]
         shutil.copytree(FAKE_AGENT / "fake_support", Path(site) / "fake_support",
                         ignore=shutil.ignore_patterns("__pycache__"))
@@ -274,6 +274,31 @@ class WorkerHostTest(unittest.TestCase):
             b.proc.wait(10)
             self.assertNotIn("to-stdout", b.stdout_rest())
             self.assertIn("to-stdout", b.stderr())
+
+
+class EmbeddedHostWithAVenv(unittest.TestCase):
+    """The embedded host borrows the agent's venv when it is of its own
+    Python version, and refuses one of another version, naming both."""
+
+    def test_a_venv_of_the_daemons_python_lends_its_site_packages(self):
+        with VenvRoot(args=["--agent-host", "embedded"], env={"PYTHONPATH": ""}) as b:
+            done = b.chat("s", "hello embedded", wait=True)
+            self.assertEqual((done["status"], done["output"]), ("complete", "echo: hello embedded"), done)
+
+    def test_a_venv_of_another_python_is_a_clear_error(self):
+        other = sorted(glob.glob("/root/.pyenv/versions/3.1[2-9]*/bin/python3"))
+        if not other:
+            self.skipTest("no Python other than 3.11 here to make a venv with")
+        b = VenvRoot(python=other[0], args=["--agent-host", "embedded"])
+        try:
+            with self.assertRaises(AssertionError) as caught:
+                b.start()
+            message = str(caught.exception)
+            self.assertIn("is Python 3.1", message)
+            self.assertIn("the embedded host runs Python 3.11", message)
+            self.assertIn("--agent-host worker", message)
+        finally:
+            b.stop()
 
 
 if __name__ == "__main__":
