@@ -16,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <thread>
 
 extern char** environ;
@@ -43,7 +44,9 @@ double now_s() {
 std::string write_modules(const std::string& runtime_dir) {
   std::error_code ec;
   std::filesystem::create_directories(runtime_dir, ec);
-  std::string templ = runtime_dir + "/worker-XXXXXX";
+  // The daemon's pid in the name: a daemon that starts after one was killed
+  // removes what that one left (remove_stale_module_dirs).
+  std::string templ = runtime_dir + "/worker-" + std::to_string(::getpid()) + "-XXXXXX";
   if (!::mkdtemp(templ.data())) // mkdtemp makes it 0700
     throw protocol::runtime_error("cannot create a directory for the agent worker in " + runtime_dir + ": " +
                                   std::strerror(errno));
@@ -54,6 +57,22 @@ std::string write_modules(const std::string& runtime_dir) {
       throw protocol::runtime_error("cannot write the agent worker's sources to " + templ);
   }
   return templ;
+}
+
+// Left by a daemon that was killed before its workers' readers cleaned up.
+void remove_stale_module_dirs(const std::string& runtime_dir) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(runtime_dir, ec)) {
+    std::string name = entry.path().filename().string();
+    if (name.rfind("worker-", 0) != 0)
+      continue;
+    char* end = nullptr;
+    long pid = std::strtol(name.c_str() + 7, &end, 10);
+    bool named = pid > 0 && end && *end == '-'; // else from before pids were put in the names
+    bool owner_alive = named && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
+    if (!owner_alive)
+      std::filesystem::remove_all(entry.path(), ec);
+  }
 }
 
 const char* signal_name(int sig) {
@@ -89,6 +108,8 @@ std::string describe_exit(int status) {
 std::shared_ptr<worker_process> worker_process::start(const launch_options& how, const std::string& profile) {
   if (how.python.argv.empty())
     throw protocol::runtime_error("no interpreter to run the agent worker with");
+  static std::once_flag swept;
+  std::call_once(swept, [&] { remove_stale_module_dirs(how.runtime_dir); });
   std::shared_ptr<worker_process> w(new worker_process());
   w->profile_ = profile;
   w->module_dir_ = write_modules(how.runtime_dir);
