@@ -5,6 +5,7 @@
 #include "actors/responses.hpp"
 #include "actors/session.hpp"
 #include "actors/studio_messages.hpp"
+#include "bridge/agent_hosting.hpp"
 #include "protocol/request.hpp"
 
 #include <unistd.h>
@@ -225,6 +226,7 @@ void health(broker_actor* self, const reply_to& to) {
                               .integer("committed_rows", rows)
                               .number("last_commit_ms", last_ms)
                               .number("max_commit_ms", max_ms)
+                              .raw("agent", bridge::agents_json())
                               .finish());
         },
         [=](caf::error& err) { respond_failure(self, to, err); });

@@ -24,8 +24,6 @@ struct broker_links {
   // Finished runs in memory: their tail reads are answered without a hop.
   std::shared_ptr<storage::finished_run_cache> finished;
   std::function<void()> request_stop; // the `shutdown` action
-  // Where profile operations (MCP, skills, commands, goals, titles) run.
-  std::shared_ptr<bridge::profile_host> profiles;
 };
 
 // Sessions the event log knows from before this start, served as dormant.

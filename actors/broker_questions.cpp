@@ -7,7 +7,7 @@
 
 #include "actors/blocking_call.hpp"
 #include "actors/log_actors.hpp"
-#include "bridge/python/embedded_agent.hpp"
+#include "bridge/agent_hosting.hpp"
 #include "protocol/request.hpp"
 
 namespace hb::actors {

@@ -9,7 +9,7 @@
 #include "actors/responses.hpp"
 #include "actors/session.hpp"
 #include "actors/studio_messages.hpp"
-#include "bridge/agent_host.hpp"
+#include "bridge/agent_hosting.hpp"
 #include "protocol/request.hpp"
 
 #include <unistd.h>
@@ -55,9 +55,7 @@ std::string ok_merged(const std::string& result_json) {
 // Runs `op` in `profile`'s agent environment on a thread of its own.
 void profile_call(broker_actor* self, const reply_to& to, const std::string& profile, const std::string& op,
                   std::string args) {
-  auto host = self->state.links.profiles;
-  if (!host)
-    return respond(self, to, error_line("RuntimeError", "no agent environment for profile operations"));
+  bridge::profile_host* host = &bridge::profiles();
   using outcome = std::tuple<bool, std::string, std::string>;
   blocking_call(self,
                 [host, profile, op, args]() -> outcome {

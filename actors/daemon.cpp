@@ -4,7 +4,7 @@
 #include "actors/daemon_log.hpp"
 #include "actors/log_actors.hpp"
 #include "actors/studio_messages.hpp"
-#include "bridge/python/embedded_agent.hpp"
+#include "bridge/agent_hosting.hpp"
 #include "storage/finished_runs.hpp"
 
 #include <caf/all.hpp>
@@ -90,7 +90,6 @@ int serve(const daemon_settings& settings, int listen_fd, std::shared_ptr<storag
     links.readers.push_back(spawn_log_reader(sys, settings.db_path, finished));
   links.finished = finished;
   links.request_stop = request_stop;
-  links.profiles = std::make_shared<bridge::embedded_profiles>();
   auto broker = spawn_broker(sys, listen_fd, shared, links, dormant);
   announce_ready();
 
@@ -105,6 +104,8 @@ int serve(const daemon_settings& settings, int listen_fd, std::shared_ptr<storag
         log_event(log_level::error, "log.final_flush_failed", caf::to_string(err));
       });
   }
+  // Live runs are committed: workers may go (each interrupts what is left).
+  bridge::stop_agents(std::chrono::seconds(2));
   log_event(log_level::info, "daemon.stopped", "");
   // Agent threads that ignore interrupts may still hold the GIL; finalizing
   // Python or joining every actor could then hang. Everything that matters is

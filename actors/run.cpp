@@ -3,7 +3,7 @@
 #include "actors/log_actors.hpp"
 #include "actors/run_output.hpp"
 #include "actors/vocabulary.hpp"
-#include "bridge/python/embedded_agent.hpp"
+#include "bridge/agent_host.hpp"
 #include "protocol/json_text.hpp"
 #include "storage/log_reader.hpp"
 

@@ -6,7 +6,7 @@
 #include "actors/responses.hpp"
 #include "actors/run.hpp"
 #include "actors/studio_messages.hpp"
-#include "bridge/python/embedded_agent.hpp"
+#include "bridge/agent_hosting.hpp"
 #include "bridge/tmux/native_session.hpp"
 #include "protocol/json_text.hpp"
 #include "protocol/names.hpp"
@@ -229,7 +229,12 @@ void build_agent(session_actor* self, agent_recipe recipe, caf::response_promise
                  after_build then) {
   auto built = std::make_shared<agent_ptr>();
   std::string id = self->state.id;
-  bool resume = self->state.dormant;
+  // An agent whose worker died resumes like a dormant session (a native TUI
+  // that exited starts afresh, as before).
+  const auto& st0 = self->state;
+  bool resume = st0.dormant || (st0.created && st0.agent && !st0.agent->usable() && st0.harness != "native" &&
+                                recipe.harness == st0.harness && recipe.profile == st0.profile &&
+                                recipe.model == st0.model && recipe.provider == st0.provider);
   auto native = self->state.links.native;
   // Like the seed, a session whose config changed is replaced: the old agent
   // goes whether or not the new one can be built, and before it is built (a
@@ -246,8 +251,7 @@ void build_agent(session_actor* self, agent_recipe recipe, caf::response_promise
                     if (recipe.harness == "native")
                       *built = bridge::native_session::create(id, recipe.workspace, *native, config);
                     else
-                      *built = bridge::agent_session::create(id, recipe.profile, recipe.model,
-                                                             recipe.provider, config);
+                      *built = bridge::create_agent(id, recipe.profile, recipe.model, recipe.provider, config);
                     return {true, config, ""};
                   } catch (const protocol::wire_error& e) {
                     return {false, e.type, e.what()};

@@ -6,8 +6,11 @@
 #include "app/access.hpp"
 #include "app/commands.hpp"
 #include "app/open_files.hpp"
+#include "bridge/agent_env.hpp"
+#include "bridge/agent_hosting.hpp"
 #include "bridge/python/embedded_agent.hpp"
 #include "bridge/tmux/tmux_server.hpp"
+#include "bridge/worker/worker_pool.hpp"
 #include "protocol/endpoint.hpp"
 #include "protocol/json_text.hpp"
 #include "protocol/trust.hpp"
@@ -65,7 +68,12 @@ struct serve_flags {
   size_t max_connections = 4096;
   uint64_t max_pending_bytes = 256u << 20;
   size_t max_sessions = 10'000;
-  std::string agent_root = "~/.hermes/hermes-agent";
+  std::string agent_root; // empty: searched (bridge/agent_env.cpp)
+  std::string agent_host = "worker";
+  std::string agent_python;
+  size_t workers_per_profile = 1;
+  double worker_idle_timeout_s = 300;
+  double worker_max_rss_mb = 0;
   std::string hermes_home = "~/.hermes";
   std::string db;
   std::string synchronous = "NORMAL";
@@ -119,6 +127,94 @@ std::shared_ptr<const hb::bridge::native_options> native_options_from(const serv
   return options;
 }
 
+// The agent's venv (the installer's layout) lends the embedded interpreter
+// its site-packages when it is of the same Python version; another version
+// cannot be loaded into this process at all.
+std::vector<std::string> embedded_site_dirs(const hb::bridge::agent_env& env) {
+  std::vector<std::string> dirs;
+  if (!env.agent_root)
+    return dirs;
+  for (const auto& python : env.interpreters) {
+    if (python.source != "venv")
+      continue;
+    auto probe = hb::bridge::probe_interpreter(python, env.agent_root);
+    if (!probe.ran)
+      continue;
+    std::string mine = hb::bridge::python_runtime::version();
+    if (probe.version.rfind(mine + ".", 0) != 0 && probe.version != mine)
+      throw hb::protocol::runtime_error(
+        "the agent's environment " + python.display() + " is Python " + probe.version +
+        ", but the embedded host runs Python " + mine + "; use --agent-host worker");
+    std::string venv = std::filesystem::path(python.argv[0]).parent_path().parent_path().string();
+    std::string site = venv + "/lib/python" + mine + "/site-packages";
+    if (std::filesystem::is_directory(site))
+      dirs.push_back(site);
+    break; // the first venv interpreter is the agent's
+  }
+  return dirs;
+}
+
+// Agents in this process, on the Python linked into it.
+int host_embedded(const serve_flags& flags, const std::string& home, const hb::bridge::agent_env& env,
+                  hb::actors::daemon_settings& settings) {
+  try {
+    auto site_dirs = embedded_site_dirs(env);
+    settings.agent_root =
+      hb::bridge::python_runtime::start(env.agent_root.value_or(flags.agent_root), home, site_dirs);
+  } catch (const hb::protocol::wire_error& e) {
+    // A daemon that hosts the TUI needs no embedded hermes-agent; embedded
+    // chats then fail with this reason instead.
+    if (flags.harness != "native")
+      return refuse_to_start(e.type + ": " + e.what());
+    hb::bridge::python_runtime::mark_unavailable(e.type + ": " + e.what());
+    settings.agent_root = "None";
+    log_event(log_level::warn, "agent.unavailable", "embedded sessions are disabled", {{"reason", e.what()}});
+  }
+  hb::bridge::python_runtime::release_main_thread();
+  hb::bridge::host_agents_embedded(
+    hb::protocol::object_writer{}.str("python", "/usr/bin/python3").str("python_source", "embedded").finish());
+  return 0;
+}
+
+std::string default_worker_dir() {
+  if (const char* xdg = std::getenv("XDG_RUNTIME_DIR"); xdg && *xdg)
+    return std::string(xdg) + "/hermes-bridge/workers";
+  const char* tmp = std::getenv("TMPDIR");
+  return std::string(tmp && *tmp ? tmp : "/tmp") + "/hermes-bridge-" + std::to_string(::getuid()) + "/workers";
+}
+
+// Agents in worker processes on the agent's own interpreter. Without one the
+// daemon still serves: chats fail with what was tried, health says so.
+int host_in_workers(const serve_flags& flags, const std::string& home, const hb::bridge::agent_env& env,
+                    hb::actors::daemon_settings& settings) {
+  auto chosen = hb::bridge::choose_interpreter(env);
+  hb::bridge::worker::pool_options options;
+  if (chosen.python) {
+    options.launch.python = *chosen.python;
+    log_event(log_level::info, "agent.environment", "",
+              {{"python", chosen.python->display()},
+               {"source", chosen.python->source},
+               {"version", chosen.probe.version},
+               {"agent_root", env.agent_root.value_or("")},
+               {"agent_version", chosen.probe.agent_version}});
+  } else {
+    options.unavailable = chosen.error;
+    log_event(log_level::warn, "agent.unavailable", chosen.error);
+  }
+  options.launch.agent_root = env.agent_root.value_or("");
+  options.launch.hermes_home = home;
+  options.launch.runtime_dir = default_worker_dir();
+  options.per_profile = flags.workers_per_profile;
+  options.idle_timeout = std::chrono::seconds(static_cast<int64_t>(flags.worker_idle_timeout_s));
+  options.max_rss_mb = flags.worker_max_rss_mb;
+  auto pool = std::make_shared<hb::bridge::worker::worker_pool>(options);
+  pool->start_housekeeping();
+  pool->prestart("default"); // most chats name no profile
+  hb::bridge::host_agents_in_workers(pool, chosen.agent_json());
+  settings.agent_root = env.agent_root.value_or("None");
+  return 0;
+}
+
 int run_serve(const serve_flags& flags, int ready_fd) {
   hb::actors::set_log_level(hb::actors::parse_log_level(flags.log_level).value_or(log_level::info));
   hb::protocol::endpoint endpoint;
@@ -151,18 +247,15 @@ int run_serve(const serve_flags& flags, int ready_fd) {
 
   hb::actors::daemon_settings settings;
   settings.hermes_home = home;
-  try {
-    settings.agent_root = hb::bridge::python_runtime::start(flags.agent_root, home);
-  } catch (const hb::protocol::wire_error& e) {
-    // A daemon that hosts the TUI needs no embedded hermes-agent; embedded
-    // chats then fail with this reason instead.
-    if (flags.harness != "native")
-      return refuse_to_start(e.type + ": " + e.what());
-    hb::bridge::python_runtime::mark_unavailable(e.type + ": " + e.what());
-    settings.agent_root = "None";
-    log_event(log_level::warn, "agent.unavailable", "embedded sessions are disabled", {{"reason", e.what()}});
+  // Found the way Hermes Studio finds it, whichever host runs it.
+  auto env = hb::bridge::find_agent_env(
+    hb::bridge::agent_env_inputs::from_process(flags.agent_root, home, flags.agent_python));
+  if (flags.agent_host == "worker") {
+    if (int rc = host_in_workers(flags, home, env, settings); rc != 0)
+      return rc;
+  } else if (int rc = host_embedded(flags, home, env, settings); rc != 0) {
+    return rc;
   }
-  hb::bridge::python_runtime::release_main_thread();
   settings.default_harness = flags.harness;
   settings.native = native_options_from(flags, home);
   if (flags.harness == "native") {
@@ -283,9 +376,36 @@ int main(int argc, char** argv) {
     ->check(CLI::PositiveNumber)
     ->capture_default_str();
   serve->add_option("--agent-root", flags.agent_root,
-                    "hermes-agent source tree (the directory holding run_agent.py); other usual "
-                    "places are searched when it has none")
+                    "hermes-agent source tree (the directory holding run_agent.py); when it has none: "
+                    "<hermes-home>/hermes-agent, near the hermes command, the current directory, "
+                    "/usr/local/lib/hermes-agent and other usual places")
     ->envname("HERMES_AGENT_ROOT")
+    ->capture_default_str();
+  serve->add_option("--agent-host", flags.agent_host,
+                    "where agents run: worker (a process per profile on the agent's own Python, found as "
+                    "Hermes Studio finds it) or embedded (in this process, on the Python linked into it)")
+    ->envname("HERMES_BRIDGE_AGENT_HOST")
+    ->check(CLI::IsMember({"embedded", "worker"}))
+    ->capture_default_str();
+  serve->add_option("--agent-python", flags.agent_python,
+                    "the interpreter agent workers run with (default: <agent-root>/venv/bin/python3, "
+                    ".venv, the hermes command's shebang, uv run, python3 on PATH)")
+    ->envname("HERMES_AGENT_PYTHON");
+  serve->add_option("--workers-per-profile", flags.workers_per_profile,
+                    "worker processes per profile; its sessions are spread over them")
+    ->envname("HERMES_BRIDGE_WORKERS_PER_PROFILE")
+    ->check(CLI::PositiveNumber)
+    ->capture_default_str();
+  serve->add_option("--worker-idle-timeout", flags.worker_idle_timeout_s,
+                    "seconds a worker with no session left keeps running (0: forever)")
+    ->envname("HERMES_BRIDGE_WORKER_IDLE_TIMEOUT")
+    ->check(CLI::NonNegativeNumber)
+    ->capture_default_str();
+  serve->add_option("--worker-max-rss-mb", flags.worker_max_rss_mb,
+                    "a worker using more memory is restarted once no turn runs in it (its sessions "
+                    "resume from the log; 0: no limit)")
+    ->envname("HERMES_BRIDGE_WORKER_MAX_RSS_MB")
+    ->check(CLI::NonNegativeNumber)
     ->capture_default_str();
   serve->add_option("--hermes-home", flags.hermes_home, "Hermes home (config.yaml, .env, state.db, profiles/)")
     ->envname("HERMES_HOME")

@@ -103,7 +103,12 @@ PYBIND11_EMBEDDED_MODULE(hermes_bridge_native, m) {
     });
 }
 
-std::string python_runtime::start(const std::string& agent_root, const std::string& hermes_home) {
+std::string python_runtime::version() {
+  return std::to_string(PY_MAJOR_VERSION) + "." + std::to_string(PY_MINOR_VERSION);
+}
+
+std::string python_runtime::start(const std::string& agent_root, const std::string& hermes_home,
+                                  const std::vector<std::string>& site_dirs) {
   PyConfig config;
   PyConfig_InitPythonConfig(&config);
   // Debian's interpreter, whatever python3 is first on PATH: subprocesses the
@@ -118,18 +123,33 @@ std::string python_runtime::start(const std::string& agent_root, const std::stri
     py::list path = sys.attr("path");
     if (py::len(path) > 0 && py::str(path[0]).cast<std::string>().empty())
       path.attr("pop")(0); // never import stray modules from the daemon's cwd
+    if (!site_dirs.empty()) {
+      // site.addsitedir also runs the directory's .pth files (editable
+      // installs); what it appended then moves to the front.
+      py::object site = py::module_::import("site");
+      size_t before = py::len(path);
+      for (const auto& dir : site_dirs)
+        site.attr("addsitedir")(dir);
+      py::list added = path[py::slice(static_cast<py::ssize_t>(before), static_cast<py::ssize_t>(py::len(path)), 1)];
+      path.attr("__delitem__")(py::slice(static_cast<py::ssize_t>(before), static_cast<py::ssize_t>(py::len(path)), 1));
+      for (py::ssize_t i = static_cast<py::ssize_t>(py::len(added)) - 1; i >= 0; --i)
+        path.attr("insert")(0, added[static_cast<size_t>(i)]);
+    }
     py::module_::import("hermes_bridge_native");
     py::object module_type = py::module_::import("types").attr("ModuleType");
     py::object builtins = py::module_::import("builtins");
     for (std::size_t i = 0; i < embedded_module_count; ++i) {
       const auto& m = embedded_modules[i];
+      if (std::string_view(m.name).rfind("worker_", 0) == 0)
+        continue; // the worker process's own modules (bridge/worker)
       py::object module = module_type(m.name);
       module.attr("__file__") = std::string("<hermes-bridge>/") + m.name + ".py";
       sys.attr("modules")[m.name] = module;
       // compile() with a file name, so tracebacks say where they came from.
       py::object code = builtins.attr("compile")(m.source, module.attr("__file__"), "exec");
       builtins.attr("exec")(code, module.attr("__dict__"));
-      adapter() = module; // the last one is the adapter the daemon calls
+      if (std::string_view(m.name) == "bridge_adapter")
+        adapter() = module; // what the daemon calls
     }
     py::dict info = adapter().attr("configure")(agent_root, hermes_home);
     return py::str(info["agent_root"]);
@@ -272,9 +292,9 @@ std::string embedded_profiles::call(const std::string& profile, const std::strin
   }
 }
 
-int resolve_gateway_approval(const std::string& session_id, const std::string& choice,
-                             const std::string& request_id, const std::string& token,
-                             const std::function<void(int)>& while_holding_gil) {
+int embedded_resolve_gateway_approval(const std::string& session_id, const std::string& choice,
+                                      const std::string& request_id, const std::string& token,
+                                      const std::function<void(int)>& while_holding_gil) {
   py::gil_scoped_acquire gil;
   int released = 0;
   try {

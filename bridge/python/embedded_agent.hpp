@@ -5,11 +5,13 @@
 #pragma once
 
 #include "bridge/agent_host.hpp"
+#include "bridge/agent_hosting.hpp" // resolve_gateway_approval, for the broker
 #include "protocol/wire_error.hpp"
 
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace hb::bridge {
 
@@ -19,7 +21,12 @@ class python_runtime {
 public:
   // Returns str(agent root) ("None" for a package install); throws
   // protocol::wire_error when hermes-agent cannot be found.
-  static std::string start(const std::string& agent_root, const std::string& hermes_home);
+  // `site_dirs`: the agent's own site-packages (a venv of this same Python
+  // version), put ahead of the system's so the installer's layout works.
+  static std::string start(const std::string& agent_root, const std::string& hermes_home,
+                           const std::vector<std::string>& site_dirs = {});
+  // "3.11": the version linked into the daemon (no interpreter needed).
+  static std::string version();
   // Finalizing with agent threads alive can hang: the interpreter is never
   // finalized, the daemon exits without it.
   static void release_main_thread();
@@ -60,14 +67,15 @@ public:
                    const std::string& args_json) override;
 };
 
-// Answers one waiting gateway approval: the one with the agent's
-// `request_id` (hermes-agent 0.20+), else the queue entry the adapter
-// remembers under `token`. Returns how many it released (0: it was no
-// longer waiting). `while_holding_gil` runs with that count before the GIL
-// is released, i.e. before the woken agent thread can run: what it records
-// is ordered before anything the agent does next.
-int resolve_gateway_approval(const std::string& session_id, const std::string& choice,
-                             const std::string& request_id, const std::string& token,
-                             const std::function<void(int)>& while_holding_gil);
+// The embedded host's resolve_gateway_approval (see bridge/agent_hosting.hpp,
+// which picks the host): answers one waiting gateway approval in this
+// process, the one with the agent's `request_id` (hermes-agent 0.20+), else
+// the queue entry the adapter remembers under `token`; how many it released.
+// `while_holding_gil` runs with that count before the GIL is released, i.e.
+// before the woken agent thread can run: what it records is ordered before
+// anything the agent does next.
+int embedded_resolve_gateway_approval(const std::string& session_id, const std::string& choice,
+                                      const std::string& request_id, const std::string& token,
+                                      const std::function<void(int)>& while_holding_gil);
 
 } // namespace hb::bridge

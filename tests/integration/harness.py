@@ -81,7 +81,9 @@ class Bridge:
             return [PYTHON, str(seed_script())] + common
         if self.kind == "studio":
             return [PYTHON, str(studio_script())] + common
-        return [str(bridge_binary())] + common + self.args
+        host = os.environ.get("HB_TEST_AGENT_HOST")  # run a suite with another --agent-host
+        extra = ["--agent-host", host] if host and "--agent-host" not in self.args else []
+        return [str(bridge_binary())] + common + extra + self.args
 
     def start(self, timeout: float = 30.0) -> "Bridge":
         env = dict(os.environ)

@@ -35,13 +35,13 @@ class DiskFull(unittest.TestCase):
             live = b.chat("live", "script:stream 300 10")  # streaming while the disk fills up
             b.wait_event(live["run_id"], "stream.delta")
             filler = self.mount / "filler"
-            with open(filler, "wb") as f:  # take (almost) all the space there is
-                try:
+            try:  # take (almost) all the space there is; closing may hit the full disk too
+                with open(filler, "wb") as f:
                     while True:
                         f.write(b"\0" * 65536)
                         f.flush()
-                except OSError:
-                    pass
+            except OSError:
+                pass
             refused = None
             deadline = time.monotonic() + 15
             while time.monotonic() < deadline:

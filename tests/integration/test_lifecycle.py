@@ -5,6 +5,8 @@ command line, shutdown and the event log surviving a restart."""
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 import os
 import signal
 import subprocess
@@ -229,8 +231,13 @@ class CommandLine(unittest.TestCase):
     def test_missing_agent_root_is_a_clear_error(self):
         with Bridge() as b:
             home = b.home
+        # The embedded host cannot start without the agent (the worker host
+        # serves and says so at each chat: test_worker_host.py). A home of its
+        # own: a shared /tmp path collects logs of other builds' schemas.
+        missing_home = tempfile.mkdtemp(prefix="hb-missing-home-")
+        self.addCleanup(shutil.rmtree, missing_home, True)
         out = self.run_binary("--endpoint", f"ipc:///tmp/hb-missing-{os.getpid()}.sock", "--agent-root",
-                              "/nonexistent/agent", "--hermes-home", f"/tmp/hb-missing-home-{os.getpid()}",
+                              "/nonexistent/agent", "--hermes-home", missing_home, "--agent-host", "embedded",
                               env={"HOME": "/nonexistent-home", "HERMES_AGENT_ROOT": ""})
         self.assertEqual(out.returncode, 1, out.stderr)
         self.assertIn("hermes-agent run_agent.py not found", out.stderr)

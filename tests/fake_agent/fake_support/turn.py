@@ -74,6 +74,9 @@ class Turn:
             "steer-wait": self._step_steer_wait,
             "print": lambda arg: print(arg, file=sys.stdout, flush=True),
             "leak-thread": self._step_leak_thread,
+            # A tool that takes its whole process down (in a worker host, the worker).
+            "exit": lambda arg: os._exit(int(arg or 0)),
+            "pid": lambda arg: self._api_call(f"pid={os.getpid()} "),
         }
 
     def run(self) -> bool:

@@ -1,0 +1,76 @@
+#include "bridge/agent_hosting.hpp"
+
+#include "bridge/python/embedded_agent.hpp"
+#include "bridge/worker/worker_pool.hpp"
+
+namespace hb::bridge {
+
+namespace {
+// Set once in main() before any actor exists, read-only afterwards.
+struct hosting {
+  std::shared_ptr<worker::worker_pool> pool; // null: embedded
+  std::string agent_json = "{}";
+};
+hosting& the_host() {
+  static hosting h;
+  return h;
+}
+} // namespace
+
+void host_agents_embedded(std::string agent_json) {
+  the_host().pool.reset();
+  the_host().agent_json = std::move(agent_json);
+}
+
+void host_agents_in_workers(std::shared_ptr<worker::worker_pool> pool, std::string agent_json) {
+  the_host().pool = std::move(pool);
+  the_host().agent_json = std::move(agent_json);
+}
+
+std::shared_ptr<agent_host> create_agent(const std::string& session_id, const std::string& profile,
+                                         const std::string& model, const std::string& provider,
+                                         std::string& config_json) {
+  if (auto& pool = the_host().pool)
+    return pool->create_session(session_id, profile, model, provider, config_json);
+  return agent_session::create(session_id, profile, model, provider, config_json);
+}
+
+int resolve_gateway_approval(const std::string& session_id, const std::string& choice,
+                             const std::string& request_id, const std::string& token,
+                             const std::function<void(int)>& while_holding_gil) {
+  if (auto& pool = the_host().pool)
+    return pool->resolve_gateway(session_id, choice, request_id, token, while_holding_gil);
+  return embedded_resolve_gateway_approval(session_id, choice, request_id, token, while_holding_gil);
+}
+
+profile_host& profiles() {
+  static embedded_profiles embedded;
+  if (auto& pool = the_host().pool)
+    return *pool;
+  return embedded;
+}
+
+std::string agents_json() {
+  const auto& h = the_host();
+  std::string env = h.agent_json;
+  // {"host": ..., <the environment's fields>, "workers": [...]}
+  std::string inner = env.size() > 2 ? env.substr(1, env.size() - 2) : std::string();
+  std::string out = std::string("{\"host\": \"") + (h.pool ? "worker" : "embedded") + "\"";
+  if (!inner.empty())
+    out += ", " + inner;
+  if (h.pool)
+    out += ", \"workers\": " + h.pool->health_json();
+  return out + "}";
+}
+
+void collect_idle_agents() {
+  if (auto& pool = the_host().pool)
+    pool->collect_idle();
+}
+
+void stop_agents(std::chrono::milliseconds grace) {
+  if (auto& pool = the_host().pool)
+    pool->stop_all(grace);
+}
+
+} // namespace hb::bridge

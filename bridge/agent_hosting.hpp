@@ -1,0 +1,53 @@
+// How this daemon hosts its (non-native) agents, chosen once at start-up by
+// `serve --agent-host`: in worker processes running the agent's own Python
+// (bridge/worker), or embedded in this process (bridge/python). The actors
+// build agents, resolve gateway approvals and reach profiles through these
+// functions only, so they never know which host it is.
+#pragma once
+
+#include "bridge/agent_host.hpp"
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace hb::bridge {
+
+namespace worker {
+class worker_pool;
+}
+
+// `agent_json`: what health reports about the agent's environment (a JSON object).
+void host_agents_embedded(std::string agent_json);
+void host_agents_in_workers(std::shared_ptr<worker::worker_pool> pool, std::string agent_json);
+
+// Builds a session's agent; config_json receives the session's config.
+// Blocks; throws protocol::wire_error.
+std::shared_ptr<agent_host> create_agent(const std::string& session_id, const std::string& profile,
+                                         const std::string& model, const std::string& provider,
+                                         std::string& config_json);
+
+// tools.approval.resolve_gateway_approval(session_id, choice) where that
+// session's agent runs: how many waiting requests it released.
+// `while_holding_gil` runs with that count before the woken agent can do
+// anything else, so what it records is ordered before what the agent does
+// next (with 0 when the agent cannot be reached). Blocks.
+// `request_id` / `token` name the request exactly (see embedded_agent.hpp).
+int resolve_gateway_approval(const std::string& session_id, const std::string& choice,
+                             const std::string& request_id, const std::string& token,
+                             const std::function<void(int)>& while_holding_gil);
+
+// Operations on a profile's agent environment, wherever its agents run.
+profile_host& profiles();
+
+// {"host": "worker"|"embedded", ...the environment..., "workers": [...]}. Cheap.
+std::string agents_json();
+
+// Housekeeping between requests: idle and oversized workers are retired. Blocks briefly.
+void collect_idle_agents();
+
+// The daemon stops: workers are asked to exit, killed after `grace`.
+void stop_agents(std::chrono::milliseconds grace);
+
+} // namespace hb::bridge

@@ -1,0 +1,267 @@
+#include "bridge/worker/frames.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+namespace hb::bridge::worker {
+
+using nlohmann::json;
+
+namespace {
+
+// Each kind's wire name and fields, once: the writer and the reader below
+// both walk these (as CAF's inspect() does for its messages).
+template <class F> void fields(F& f, create_session& x) {
+  f("req", x.req), f("handle", x.handle), f("session_id", x.session_id), f("profile", x.profile),
+    f("model", x.model), f("provider", x.provider);
+}
+template <class F> void fields(F& f, prepare_turn& x) { f("req", x.req), f("handle", x.handle); }
+template <class F> void fields(F& f, start_turn& x) {
+  f("turn", x.turn), f("handle", x.handle), f("request", x.request);
+}
+template <class F> void fields(F& f, interrupt_turn& x) {
+  f("req", x.req), f("handle", x.handle), f("message", x.message);
+}
+template <class F> void fields(F& f, steer_turn& x) { f("req", x.req), f("handle", x.handle), f("text", x.text); }
+template <class F> void fields(F& f, release_session& x) { f("handle", x.handle); }
+template <class F> void fields(F& f, resolve_gateway& x) {
+  f("req", x.req), f("session_id", x.session_id), f("choice", x.choice), f("request_id", x.request_id),
+    f("token", x.token);
+}
+template <class F> void fields(F& f, session_call& x) {
+  f("req", x.req), f("handle", x.handle), f("op", x.op), f("args", x.args);
+}
+template <class F> void fields(F& f, profile_call& x) {
+  f("req", x.req), f("profile", x.profile), f("op", x.op), f("args", x.args);
+}
+template <class F> void fields(F& f, answer& x) { f("turn", x.turn), f("ask", x.ask), f("text", x.text); }
+template <class F> void fields(F& f, committed& x) { f("turn", x.turn), f("seq", x.seq); }
+template <class F> void fields(F&, shutdown&) {}
+template <class F> void fields(F& f, ready& x) {
+  f("pid", x.pid), f("python", x.python), f("python_version", x.python_version), f("agent_root", x.agent_root),
+    f("agent_version", x.agent_version), f("error", x.error);
+}
+template <class F> void fields(F& f, reply& x) {
+  f("req", x.req), f("ok", x.ok), f("value", x.value), f("error_type", x.error_type), f("error", x.error);
+}
+template <class F> void fields(F& f, text& x) { f("turn", x.turn), f("seq", x.seq), f("text", x.text); }
+template <class F> void fields(F& f, event& x) { f("turn", x.turn), f("seq", x.seq), f("json", x.json); }
+template <class F> void fields(F& f, ask& x) {
+  f("turn", x.turn), f("seq", x.seq), f("ask", x.ask), f("kind", x.kind), f("request", x.request),
+    f("timeout_s", x.timeout_s);
+}
+template <class F> void fields(F& f, notify& x) {
+  f("turn", x.turn), f("seq", x.seq), f("request", x.request), f("timeout_s", x.timeout_s);
+}
+template <class F> void fields(F& f, turn_end& x) {
+  f("turn", x.turn), f("seq", x.seq), f("status", x.status), f("result", x.result), f("error", x.error),
+    f("history", x.history), f("message_count", x.message_count);
+}
+
+template <class T> constexpr const char* kind_name();
+#define HB_FRAME_NAME(type) \
+  template <> constexpr const char* kind_name<type>() { return #type; }
+HB_FRAME_NAME(create_session)
+HB_FRAME_NAME(prepare_turn)
+HB_FRAME_NAME(start_turn)
+HB_FRAME_NAME(interrupt_turn)
+HB_FRAME_NAME(steer_turn)
+HB_FRAME_NAME(release_session)
+HB_FRAME_NAME(resolve_gateway)
+HB_FRAME_NAME(session_call)
+HB_FRAME_NAME(profile_call)
+HB_FRAME_NAME(answer)
+HB_FRAME_NAME(committed)
+HB_FRAME_NAME(shutdown)
+HB_FRAME_NAME(ready)
+HB_FRAME_NAME(reply)
+HB_FRAME_NAME(text)
+HB_FRAME_NAME(event)
+HB_FRAME_NAME(ask)
+HB_FRAME_NAME(notify)
+HB_FRAME_NAME(turn_end)
+#undef HB_FRAME_NAME
+
+struct writer {
+  json& out;
+  template <class V> int operator()(const char* key, const V& v) {
+    out[key] = v;
+    return 0;
+  }
+  int operator()(const char* key, const std::optional<std::string>& v) {
+    if (v)
+      out[key] = *v;
+    else
+      out[key] = nullptr;
+    return 0;
+  }
+};
+
+// Moves strings out of the parsed body: a turn's outcome can be hundreds of
+// MB, and each copy of it is memory the daemon holds at once.
+struct reader {
+  json& in;
+  const char* kind;
+  json& at(const char* key) {
+    auto it = in.find(key);
+    if (it == in.end())
+      throw frame_error(std::string(kind) + " frame without " + key);
+    return *it;
+  }
+  [[noreturn]] void wrong(const char* key, const char* want) {
+    throw frame_error(std::string(kind) + " frame: " + key + " is not " + want);
+  }
+  int operator()(const char* key, std::string& v) {
+    json& j = at(key);
+    if (!j.is_string())
+      wrong(key, "a string");
+    v = std::move(j.get_ref<std::string&>());
+    return 0;
+  }
+  int operator()(const char* key, std::optional<std::string>& v) {
+    json& j = at(key);
+    if (j.is_null())
+      v.reset();
+    else if (j.is_string())
+      v = std::move(j.get_ref<std::string&>());
+    else
+      wrong(key, "a string or null");
+    return 0;
+  }
+  int operator()(const char* key, uint64_t& v) {
+    const json& j = at(key);
+    if (!j.is_number_unsigned())
+      wrong(key, "a non-negative integer");
+    v = j.get<uint64_t>();
+    return 0;
+  }
+  int operator()(const char* key, int64_t& v) {
+    const json& j = at(key);
+    if (!j.is_number_integer())
+      wrong(key, "an integer");
+    v = j.get<int64_t>();
+    return 0;
+  }
+  int operator()(const char* key, bool& v) {
+    const json& j = at(key);
+    if (!j.is_boolean())
+      wrong(key, "a boolean");
+    v = j.get<bool>();
+    return 0;
+  }
+  int operator()(const char* key, double& v) {
+    const json& j = at(key);
+    if (!j.is_number() || !std::isfinite(j.get<double>()))
+      wrong(key, "a finite number");
+    v = j.get<double>();
+    return 0;
+  }
+};
+
+template <class Variant> std::string encode_any(const Variant& frame) {
+  json body = json::object();
+  std::visit(
+    [&](const auto& x) {
+      using T = std::decay_t<decltype(x)>;
+      body["t"] = kind_name<T>();
+      writer w{body};
+      fields(w, const_cast<T&>(x)); // the writer only reads
+    },
+    frame);
+  // Replacement, not an exception, for invalid UTF-8: the worker already
+  // cleaned its text, so this only guards against a bug turning into a crash.
+  std::string text = body.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (text.size() > max_frame_bytes)
+    throw frame_error("frame of " + std::to_string(text.size()) + " bytes is over the limit");
+  uint32_t n = static_cast<uint32_t>(text.size());
+  std::string out;
+  out.reserve(4 + text.size());
+  out.push_back(static_cast<char>(n >> 24));
+  out.push_back(static_cast<char>(n >> 16));
+  out.push_back(static_cast<char>(n >> 8));
+  out.push_back(static_cast<char>(n));
+  out += text;
+  return out;
+}
+
+template <class Variant, size_t I = 0> Variant decode_kind(json& body, const std::string& kind) {
+  if constexpr (I == std::variant_size_v<Variant>) {
+    throw frame_error("unknown frame kind: " + kind.substr(0, 40));
+  } else {
+    using T = std::variant_alternative_t<I, Variant>;
+    if (kind == kind_name<T>()) {
+      T x;
+      reader r{body, kind_name<T>()};
+      fields(r, x);
+      return x;
+    }
+    return decode_kind<Variant, I + 1>(body, kind);
+  }
+}
+
+template <class Variant> Variant decode_any(std::string_view text) {
+  json body = json::parse(text.begin(), text.end(), nullptr, false);
+  if (body.is_discarded())
+    throw frame_error("frame body is not JSON");
+  if (!body.is_object())
+    throw frame_error("frame body is not a JSON object");
+  auto t = body.find("t");
+  if (t == body.end() || !t->is_string())
+    throw frame_error("frame without a kind");
+  return decode_kind<Variant>(body, t->get<std::string>());
+}
+
+} // namespace
+
+std::string encode(const to_worker& frame) { return encode_any(frame); }
+std::string encode(const from_worker& frame) { return encode_any(frame); }
+to_worker decode_to_worker(std::string_view body) { return decode_any<to_worker>(body); }
+from_worker decode_from_worker(std::string_view body) { return decode_any<from_worker>(body); }
+
+void frame_reader::feed(const char* data, size_t size) {
+  if (start_ > 0 && start_ == buffer_.size()) {
+    // After a big frame the buffer would keep its size for the worker's
+    // whole life (a 100 MB turn's outcome): let it go.
+    if (buffer_.capacity() > (4u << 20))
+      std::string().swap(buffer_);
+    else
+      buffer_.clear();
+    start_ = 0;
+  } else if (start_ > (1u << 20) && start_ * 2 > buffer_.size()) {
+    buffer_.erase(0, start_); // what was handed out goes, without moving every byte per frame
+    start_ = 0;
+  }
+  buffer_.append(data, size);
+}
+
+std::optional<std::string> frame_reader::next() {
+  if (buffer_.size() - start_ < 4)
+    return std::nullopt;
+  const auto* p = reinterpret_cast<const unsigned char*>(buffer_.data() + start_);
+  uint32_t n = (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
+  if (n > max_frame_bytes)
+    throw frame_error("frame length " + std::to_string(n) + " is over the limit");
+  if (buffer_.size() - start_ - 4 < n) {
+    // Grow towards the announced size, but never more than double what has
+    // arrived: the length of a corrupt frame must not reserve a gigabyte, and
+    // a real big frame should not end with a buffer twice its size.
+    size_t need = start_ + 4 + size_t{n};
+    size_t step = std::min(need, buffer_.size() * 2 + (size_t{1} << 20));
+    if (step > buffer_.capacity())
+      buffer_.reserve(step);
+    return std::nullopt;
+  }
+  if (start_ == 0 && buffer_.size() == 4 + size_t{n}) { // the whole buffer: hand it over, no copy
+    std::string body = std::move(buffer_);
+    body.erase(0, 4);
+    buffer_ = std::string();
+    return body;
+  }
+  std::string body = buffer_.substr(start_ + 4, n);
+  start_ += 4 + n;
+  return body;
+}
+
+} // namespace hb::bridge::worker

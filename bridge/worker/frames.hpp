@@ -1,0 +1,146 @@
+// The frames between the daemon and an agent worker process (FRAMES.md has
+// the format, every kind and its fields). One struct per kind; this file and
+// frames.cpp are the only C++ that knows how a frame looks on the wire, and
+// bridge/python/worker_frames.py the only Python.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace hb::bridge::worker {
+
+// ---- daemon -> worker --------------------------------------------------------
+
+struct create_session {  // build an AIAgent; answered by `reply` (value: its config JSON)
+  uint64_t req = 0;
+  uint64_t handle = 0;   // the daemon's name for this agent in this worker
+  std::string session_id, profile, model, provider;
+};
+struct prepare_turn {    // clear a stale interrupt; answered by `reply`
+  uint64_t req = 0;
+  uint64_t handle = 0;
+};
+struct start_turn {      // run one turn; output comes back as text/event/ask/notify, then turn_end
+  uint64_t turn = 0;     // unique per worker process, chosen by the daemon
+  uint64_t handle = 0;
+  std::string request;   // the chat request, JSON
+};
+struct interrupt_turn {  // answered by `reply`
+  uint64_t req = 0;
+  uint64_t handle = 0;
+  std::string message;   // JSON
+};
+struct steer_turn {      // answered by `reply` (value "1" when the agent took it, "" when not)
+  uint64_t req = 0;
+  uint64_t handle = 0;
+  std::string text;
+};
+struct release_session { // close the agent; not answered
+  uint64_t handle = 0;
+};
+struct resolve_gateway { // one waiting gateway approval (bridge_adapter.resolve_gateway); `reply` value: how many it released
+  uint64_t req = 0;
+  std::string session_id, choice;
+  std::string request_id, token; // which one: the agent's id (0.20+), else the adapter's handle on it
+};
+struct session_call {    // bridge_adapter.session_call(session, op, args) -> JSON text
+  uint64_t req = 0;
+  uint64_t handle = 0;
+  std::string op, args;
+};
+struct profile_call {    // bridge_adapter.profile_call(profile, op, args) -> JSON text
+  uint64_t req = 0;
+  std::string profile, op, args;
+};
+struct answer {          // the client's answer to an `ask` (empty: withdrawn)
+  uint64_t turn = 0;
+  uint64_t ask = 0;
+  std::string text;
+};
+struct committed {       // the log holds the turn's frames up to `seq` (for re-attach)
+  uint64_t turn = 0;
+  uint64_t seq = 0;
+};
+struct shutdown {};      // interrupt every turn, exit
+
+// ---- worker -> daemon --------------------------------------------------------
+
+struct ready {           // first frame: who the worker is
+  int64_t pid = 0;
+  std::string python, python_version, agent_root, agent_version;
+  std::string error;     // the adapter could not be configured (every create then fails)
+};
+struct reply {           // the answer to a frame with `req`
+  uint64_t req = 0;
+  bool ok = false;
+  std::string value;     // ok: the payload
+  std::string error_type, error; // not ok: the Python exception
+};
+// A turn's frames carry `seq`: 1, 2, 3... per turn, in the order the worker
+// wrote them, so a re-attached daemon can tell what it already has.
+struct text {
+  uint64_t turn = 0, seq = 0;
+  std::string text;
+};
+struct event {
+  uint64_t turn = 0, seq = 0;
+  std::string json;      // the event object, as the adapter encoded it
+};
+struct ask {             // a question for a client; the turn's thread waits for `answer`
+  uint64_t turn = 0, seq = 0;
+  uint64_t ask = 0;
+  std::string kind;      // "approval", "compression" or "clarify"
+  std::string request;   // JSON
+  double timeout_s = 0;
+};
+struct notify {          // a gateway approval the agent waits for by itself
+  uint64_t turn = 0, seq = 0;
+  std::string request;
+  double timeout_s = 0;
+};
+struct turn_end {
+  uint64_t turn = 0, seq = 0;
+  std::string status;
+  std::optional<std::string> result, error, history;
+  int64_t message_count = 0;
+};
+
+using to_worker = std::variant<create_session, prepare_turn, start_turn, interrupt_turn, steer_turn,
+                               release_session, resolve_gateway, session_call, profile_call, answer,
+                               committed, shutdown>;
+using from_worker = std::variant<ready, reply, text, event, ask, notify, turn_end>;
+
+// A frame that cannot be read: the stream is corrupt and the worker is cut off.
+struct frame_error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+constexpr uint32_t max_frame_bytes = 1u << 30; // a 100 MB turn's outcome fits a few times over
+
+// The whole frame: 4-byte big-endian length, then the body.
+std::string encode(const to_worker& frame);
+std::string encode(const from_worker& frame);
+
+// A body (without its length) back into a frame; throws frame_error.
+to_worker decode_to_worker(std::string_view body);
+from_worker decode_from_worker(std::string_view body);
+
+// Cuts a byte stream into bodies. feed() what arrives; next() hands out each
+// complete body once. Throws frame_error on a length over max_frame_bytes.
+class frame_reader {
+public:
+  void feed(const char* data, size_t size);
+  std::optional<std::string> next();
+  size_t buffered() const { return buffer_.size() - start_; }
+
+private:
+  std::string buffer_;
+  size_t start_ = 0;
+};
+
+} // namespace hb::bridge::worker

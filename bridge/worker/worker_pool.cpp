@@ -1,0 +1,272 @@
+#include "bridge/worker/worker_pool.hpp"
+
+#include "bridge/worker/worker_session.hpp"
+#include "protocol/json_text.hpp"
+#include "protocol/wire_error.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace hb::bridge::worker {
+
+namespace {
+using clock = std::chrono::steady_clock;
+// A worker that dies sooner than this after starting counts as "keeps dying".
+constexpr std::chrono::seconds short_life{30};
+constexpr double max_backoff_s = 30;
+constexpr std::chrono::seconds create_deadline{300}; // AIAgent construction; `uv run` may build a venv first
+} // namespace
+
+struct worker_pool::slot {
+  std::string profile;
+  size_t index = 0;
+  std::mutex start_mu;                  // one start at a time; other slots and profiles go on
+  std::shared_ptr<worker_process> proc; // guarded by the pool's mu_
+  size_t sessions = 0;                  // guarded by the pool's mu_
+  int crashes = 0;                      // deaths in a row, each soon after its start
+  int restarts = 0;
+  int recycled = 0;                     // stopped for idleness or size, not deaths
+  std::string last_death;
+  clock::time_point retry_at{};
+  clock::time_point idle_since = clock::now();
+};
+
+worker_pool::worker_pool(pool_options options) : options_(std::move(options)) {
+  options_.per_profile = std::max<size_t>(1, options_.per_profile);
+}
+
+std::shared_ptr<worker_pool::slot> worker_pool::pick(const std::string& profile) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& slots = slots_[profile];
+  if (slots.empty()) {
+    for (size_t i = 0; i < options_.per_profile; ++i) {
+      auto s = std::make_shared<slot>();
+      s->profile = profile;
+      s->index = i;
+      slots.push_back(s);
+    }
+  }
+  return *std::min_element(slots.begin(), slots.end(),
+                           [](const auto& a, const auto& b) { return a->sessions < b->sessions; });
+}
+
+std::shared_ptr<worker_process> worker_pool::running(slot& s) {
+  std::lock_guard<std::mutex> start(s.start_mu);
+  std::shared_ptr<worker_process> proc;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    proc = s.proc;
+  }
+  if (proc && proc->accepting())
+    return proc;
+  auto now = clock::now();
+  if (proc) { // it died: count it, and wait before starting again if it keeps dying
+    double lived = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() -
+                   proc->started_at();
+    s.crashes = lived < short_life.count() ? s.crashes + 1 : 1;
+    s.last_death = proc->death_reason();
+    double delay = s.crashes <= 1 ? 0 : std::min(max_backoff_s, 0.5 * std::pow(2.0, s.crashes - 2));
+    s.retry_at = now + std::chrono::milliseconds(static_cast<int64_t>(delay * 1000));
+    std::lock_guard<std::mutex> lock(mu_);
+    s.proc.reset();
+  }
+  if (now < s.retry_at) {
+    double wait = std::chrono::duration<double>(s.retry_at - now).count();
+    throw protocol::runtime_error("the agent worker for profile " + s.profile + " keeps dying (" +
+                                  std::to_string(s.crashes) + " times in a row, last: " + s.last_death +
+                                  "); it is started again in " + std::to_string(static_cast<int>(std::ceil(wait))) +
+                                  " s");
+  }
+  try {
+    proc = worker_process::start(options_.launch, s.profile);
+  } catch (const protocol::wire_error&) {
+    s.crashes++;
+    double delay = std::min(max_backoff_s, 0.5 * std::pow(2.0, std::max(0, s.crashes - 1)));
+    s.retry_at = clock::now() + std::chrono::milliseconds(static_cast<int64_t>(delay * 1000));
+    throw;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  s.restarts++;
+  s.proc = proc;
+  return proc;
+}
+
+std::shared_ptr<agent_host> worker_pool::create_session(const std::string& session_id, const std::string& profile_in,
+                                                        const std::string& model, const std::string& provider,
+                                                        std::string& config_json) {
+  if (!options_.unavailable.empty())
+    throw protocol::runtime_error(options_.unavailable);
+  std::string profile = profile_in.empty() ? "default" : profile_in;
+  auto s = pick(profile);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    s->sessions++; // counted before the slow start, so concurrent chats spread over the slots
+  }
+  try {
+    auto proc = running(*s);
+    uint64_t handle = proc->next_handle();
+    config_json = proc->call_value(worker::create_session{0, handle, session_id, profile, model, provider},
+                                   create_deadline);
+    std::lock_guard<std::mutex> lock(mu_);
+    sessions_[session_id] = proc;
+    // From here the session's destructor gives the count back (forget()).
+    return std::make_shared<worker_session>(shared_from_this(), s, proc, handle, session_id);
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(mu_);
+    s->sessions--;
+    s->idle_since = clock::now();
+    throw;
+  }
+}
+
+void worker_pool::forget(const std::string& session_id, const worker_process* proc, slot& s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = sessions_.find(session_id);
+  if (it != sessions_.end() && it->second.lock().get() == proc)
+    sessions_.erase(it);
+  if (s.sessions > 0 && --s.sessions == 0)
+    s.idle_since = clock::now();
+}
+
+int worker_pool::resolve_gateway(const std::string& session_id, const std::string& choice,
+                                 const std::string& request_id, const std::string& token,
+                                 const std::function<void(int)>& before_agent_runs) {
+  std::shared_ptr<worker_process> proc;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = sessions_.find(session_id);
+    if (it != sessions_.end())
+      proc = it->second.lock();
+  }
+  int released = 0;
+  bool reported = false;
+  if (proc && proc->alive()) {
+    // The worker writes its reply before the agent it woke can write
+    // anything (FRAMES.md), and this hook runs before the next frame is
+    // read: what it records comes before what the agent does next.
+    proc->call(worker::resolve_gateway{0, session_id, choice, request_id, token}, std::chrono::seconds(15),
+               [&](const reply& r) {
+      released = r.ok ? std::atoi(r.value.c_str()) : 0;
+      before_agent_runs(released);
+      reported = true;
+    });
+  }
+  if (!reported)
+    before_agent_runs(0);
+  return released;
+}
+
+std::string worker_pool::call(const std::string& profile_in, const std::string& op, const std::string& args_json) {
+  if (!options_.unavailable.empty())
+    throw protocol::runtime_error(options_.unavailable);
+  std::string profile = profile_in.empty() ? "default" : profile_in;
+  auto proc = running(*pick(profile));
+  return proc->call_value(worker::profile_call{0, profile, op, args_json}, create_deadline);
+}
+
+void worker_pool::collect_idle() {
+  std::vector<std::shared_ptr<worker_process>> retire;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto now = clock::now();
+    for (auto& [_, slots] : slots_)
+      for (auto& s : slots) {
+        if (!s->proc || !s->proc->alive())
+          continue;
+        // Idle: no session left. Too big: no turn running (its sessions
+        // resume from the log in a fresh worker on their next chat).
+        bool idle = s->sessions == 0 && options_.idle_timeout.count() > 0 &&
+                    now - s->idle_since >= options_.idle_timeout;
+        bool big = options_.max_rss_mb > 0 && s->proc->rss_mb() > options_.max_rss_mb;
+        if ((idle || big) && s->proc->retire_if_idle()) {
+          s->recycled++;
+          retire.push_back(s->proc);
+          s->proc.reset(); // not a crash: the next session starts a fresh one at once
+        }
+      }
+  }
+  for (auto& p : retire)
+    p->stop(std::chrono::seconds(3));
+}
+
+void worker_pool::prestart(const std::string& profile) {
+  if (!options_.unavailable.empty())
+    return;
+  auto self = shared_from_this();
+  std::thread([self, profile] {
+    try {
+      self->running(*self->pick(profile));
+    } catch (const std::exception&) {
+      // The first chat that needs it tries again and reports why.
+    }
+  }).detach();
+}
+
+void worker_pool::start_housekeeping() {
+  if (options_.idle_timeout.count() <= 0 && options_.max_rss_mb <= 0)
+    return;
+  auto every = std::chrono::milliseconds(5000);
+  if (options_.idle_timeout.count() > 0)
+    every = std::min<std::chrono::milliseconds>(every, std::chrono::milliseconds(options_.idle_timeout) / 4 +
+                                                         std::chrono::milliseconds(100));
+  std::weak_ptr<worker_pool> weak = shared_from_this();
+  std::thread([weak, every] {
+    for (;;) {
+      std::this_thread::sleep_for(every);
+      auto pool = weak.lock();
+      if (!pool)
+        return;
+      pool->collect_idle();
+    }
+  }).detach();
+}
+
+std::string worker_pool::health_json() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string workers = "[";
+  for (const auto& [profile, slots] : slots_)
+    for (const auto& s : slots) {
+      protocol::object_writer w;
+      w.str("profile", profile).integer("slot", static_cast<int64_t>(s->index));
+      bool alive = s->proc && s->proc->alive();
+      w.boolean("alive", alive);
+      if (s->proc) {
+        w.integer("pid", s->proc->pid())
+          .str("python", s->proc->info().python)
+          .str("python_version", s->proc->info().python_version)
+          .str("agent_version", s->proc->info().agent_version)
+          .integer("live_turns", static_cast<int64_t>(s->proc->live_turns()));
+        if (alive)
+          w.number("rss_mb", std::round(s->proc->rss_mb() * 10) / 10);
+        if (!s->proc->info().error.empty())
+          w.str("error", s->proc->info().error);
+        if (!alive)
+          w.str("exit", s->proc->death_reason());
+      }
+      w.integer("sessions", static_cast<int64_t>(s->sessions))
+        .integer("starts", s->restarts)
+        .integer("retired", s->recycled)
+        .integer("crashes_in_a_row", s->crashes);
+      if (!s->last_death.empty())
+        w.str("last_death", s->last_death);
+      workers += (workers.size() > 1 ? ", " : "") + w.finish();
+    }
+  return workers + "]";
+}
+
+void worker_pool::stop_all(std::chrono::milliseconds grace) {
+  std::vector<std::shared_ptr<worker_process>> all;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [_, slots] : slots_)
+      for (auto& s : slots)
+        if (s->proc)
+          all.push_back(s->proc);
+  }
+  for (auto& p : all)
+    p->post(shutdown{}); // all at once, then wait for each
+  for (auto& p : all)
+    p->stop(grace);
+}
+
+} // namespace hb::bridge::worker

@@ -1,0 +1,73 @@
+// The daemon's agent workers: per profile, `per_profile` slots, each holding
+// at most one live process. A session is placed on the slot of its profile
+// with the fewest sessions; a slot whose process died starts a new one on
+// the next session that needs it, later and later if it keeps dying. This is
+// the supervision the design asks of a "worker supervisor": the process's
+// reading thread (worker_process) notices the death and settles its runs;
+// the pool decides when a profile gets a worker again.
+#pragma once
+
+#include "bridge/agent_host.hpp"
+#include "bridge/worker/worker_process.hpp"
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace hb::bridge::worker {
+
+struct pool_options {
+  launch_options launch;
+  std::string unavailable;      // no usable interpreter: every session fails with this
+  size_t per_profile = 1;
+  std::chrono::seconds idle_timeout{0}; // 0: workers stay
+  double max_rss_mb = 0;               // 0: no limit
+};
+
+class worker_pool : public profile_host, public std::enable_shared_from_this<worker_pool> {
+public:
+  explicit worker_pool(pool_options options);
+
+  // Builds a session's agent in a worker of its profile. Throws protocol::wire_error.
+  std::shared_ptr<agent_host> create_session(const std::string& session_id, const std::string& profile,
+                                             const std::string& model, const std::string& provider,
+                                             std::string& config_json);
+  // tools.approval.resolve_gateway_approval in the worker hosting `session_id`.
+  int resolve_gateway(const std::string& session_id, const std::string& choice, const std::string& request_id,
+                      const std::string& token,
+                      const std::function<void(int)>& before_agent_runs);
+  std::string call(const std::string& profile, const std::string& op, const std::string& args_json) override;
+
+  // Workers without sessions or live turns that were idle past idle_timeout
+  // (or are over max_rss_mb) are stopped; called now and then.
+  void collect_idle();
+  // A thread of the pool's own calls collect_idle() every few seconds (when
+  // there is an idle timeout or a memory limit), for as long as the pool lives.
+  void start_housekeeping();
+  // Starts a worker for `profile` in the background, so that the first chat
+  // does not wait for the interpreter (and the agent's imports) to start.
+  void prestart(const std::string& profile);
+  // {"host": "worker", "workers": [...]} for health.
+  std::string health_json() const;
+  void stop_all(std::chrono::milliseconds grace);
+
+  struct slot;
+
+private:
+  std::shared_ptr<slot> pick(const std::string& profile);
+  std::shared_ptr<worker_process> running(slot& s);
+  void forget(const std::string& session_id, const worker_process* proc, slot& s);
+  friend class worker_session;
+
+  pool_options options_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::vector<std::shared_ptr<slot>>> slots_;
+  std::map<std::string, std::weak_ptr<worker_process>> sessions_; // session id -> its worker
+};
+
+} // namespace hb::bridge::worker

@@ -1,0 +1,446 @@
+#include "bridge/worker/worker_process.hpp"
+
+#include "protocol/json_text.hpp"
+#include "protocol/wire_error.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+extern char** environ;
+
+namespace hb::bridge {
+// Generated from bridge/python/*.py (see CMakeLists.txt and embedded_agent.cpp).
+struct embedded_module {
+  const char* name;
+  const char* source;
+};
+extern const embedded_module embedded_modules[];
+extern const std::size_t embedded_module_count;
+} // namespace hb::bridge
+
+namespace hb::bridge::worker {
+
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// The adapter's sources in a fresh owner-only directory: the worker imports
+// them from there (its sys.path[0]), whatever interpreter it is.
+std::string write_modules(const std::string& runtime_dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(runtime_dir, ec);
+  // The daemon's pid in the name: a daemon that starts after one was killed
+  // removes what that one left (remove_stale_module_dirs).
+  std::string templ = runtime_dir + "/worker-" + std::to_string(::getpid()) + "-XXXXXX";
+  if (!::mkdtemp(templ.data())) // mkdtemp makes it 0700
+    throw protocol::runtime_error("cannot create a directory for the agent worker in " + runtime_dir + ": " +
+                                  std::strerror(errno));
+  for (std::size_t i = 0; i < embedded_module_count; ++i) {
+    std::ofstream out(templ + "/" + embedded_modules[i].name + ".py", std::ios::binary);
+    out << embedded_modules[i].source;
+    if (!out)
+      throw protocol::runtime_error("cannot write the agent worker's sources to " + templ);
+  }
+  return templ;
+}
+
+// Left by a daemon that was killed before its workers' readers cleaned up.
+void remove_stale_module_dirs(const std::string& runtime_dir) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(runtime_dir, ec)) {
+    std::string name = entry.path().filename().string();
+    if (name.rfind("worker-", 0) != 0)
+      continue;
+    char* end = nullptr;
+    long pid = std::strtol(name.c_str() + 7, &end, 10);
+    bool named = pid > 0 && end && *end == '-'; // else from before pids were put in the names
+    bool owner_alive = named && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
+    if (!owner_alive)
+      std::filesystem::remove_all(entry.path(), ec);
+  }
+}
+
+const char* signal_name(int sig) {
+  switch (sig) {
+  case SIGKILL: return "SIGKILL";
+  case SIGTERM: return "SIGTERM";
+  case SIGSEGV: return "SIGSEGV";
+  case SIGABRT: return "SIGABRT";
+  case SIGINT: return "SIGINT";
+  case SIGBUS: return "SIGBUS";
+  case SIGHUP: return "SIGHUP";
+  case SIGPIPE: return "SIGPIPE";
+  default: return nullptr;
+  }
+}
+
+template <class T, class = void> struct has_req : std::false_type {};
+template <class T> struct has_req<T, std::void_t<decltype(std::declval<T&>().req)>> : std::true_type {};
+
+} // namespace
+
+std::string describe_exit(int status) {
+  if (WIFEXITED(status))
+    return "exit code " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    int sig = WTERMSIG(status);
+    const char* name = signal_name(sig);
+    return "killed by signal " + std::to_string(sig) + (name ? std::string(" (") + name + ")" : "");
+  }
+  return "ended with status " + std::to_string(status);
+}
+
+std::shared_ptr<worker_process> worker_process::start(const launch_options& how, const std::string& profile) {
+  if (how.python.argv.empty())
+    throw protocol::runtime_error("no interpreter to run the agent worker with");
+  static std::once_flag swept;
+  std::call_once(swept, [&] { remove_stale_module_dirs(how.runtime_dir); });
+  std::shared_ptr<worker_process> w(new worker_process());
+  w->profile_ = profile;
+  w->module_dir_ = write_modules(how.runtime_dir);
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0)
+    throw protocol::runtime_error(std::string("socketpair: ") + std::strerror(errno));
+
+  std::vector<std::string> argv = how.python.argv;
+  argv.insert(argv.end(), {"-B", w->module_dir_ + "/worker_main.py", "--fd", "3", "--agent-root", how.agent_root,
+                           "--hermes-home", how.hermes_home, "--profile", profile});
+  std::vector<char*> c_argv;
+  for (auto& a : argv)
+    c_argv.push_back(a.data());
+  c_argv.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, pair[1], 3);     // dup2 clears CLOEXEC: inherited
+  posix_spawn_file_actions_adddup2(&actions, 2, 1);           // the agent prints; never on our stdout
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addclosefrom_np(&actions, 4);      // no client socket leaks into the agent
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  for (int sig : {SIGPIPE, SIGTERM, SIGINT, SIGHUP})
+    sigaddset(&defaults, sig);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  // Its own process group: a Ctrl-C meant for the daemon does not reach the
+  // agent, which the daemon stops itself once its runs are drained.
+  posix_spawnattr_setpgroup(&attr, 0);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
+  pid_t pid = -1;
+  int rc = ::posix_spawnp(&pid, c_argv[0], &actions, &attr, c_argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  ::close(pair[1]);
+  if (rc != 0) {
+    ::close(pair[0]);
+    std::filesystem::remove_all(w->module_dir_);
+    throw protocol::runtime_error("cannot start the agent worker " + how.python.display() + ": " +
+                                  std::strerror(rc));
+  }
+  w->pid_ = pid;
+  w->fd_ = pair[0];
+  w->started_at_ = now_s();
+  w->alive_ = true;
+  // The reader keeps the object alive until the process is gone and reaped.
+  std::thread([w] { w->read_loop(); }).detach();
+
+  std::unique_lock<std::mutex> lock(w->mu_);
+  bool up = w->cv_.wait_for(lock, how.ready_deadline, [&] { return w->ready_seen_ || !w->alive_; });
+  if (!up) {
+    lock.unlock();
+    ::kill(pid, SIGKILL);
+    throw protocol::runtime_error("the agent worker (" + how.python.display() + ") did not start within " +
+                                  std::to_string(how.ready_deadline.count() / 1000) + " s");
+  }
+  if (!w->alive_)
+    throw protocol::runtime_error("the agent worker (" + how.python.display() + ") exited before it was ready: " +
+                                  w->death_reason_ + " (its stderr is in the daemon's log)");
+  return w;
+}
+
+worker_process::~worker_process() {
+  if (fd_ >= 0)
+    ::close(fd_);
+}
+
+std::string worker_process::death_reason() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return death_reason_;
+}
+
+size_t worker_process::live_turns() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return turns_.size();
+}
+
+double worker_process::rss_mb() const {
+  std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmRSS:", 0) == 0)
+      return std::atof(line.c_str() + 6) / 1024.0;
+  return 0;
+}
+
+bool worker_process::write(const std::string& bytes) {
+  std::lock_guard<std::mutex> lock(write_mu_);
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::send(fd_, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return false; // the reader sees the same end and settles everything
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+void worker_process::post(const to_worker& frame) {
+  if (alive_)
+    write(encode(frame));
+}
+
+reply worker_process::call(to_worker frame, std::chrono::milliseconds deadline,
+                           std::function<void(const reply&)> on_reply) {
+  auto pending = std::make_shared<pending_call>();
+  pending->hook = std::move(on_reply);
+  uint64_t req = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!alive_)
+      return reply{0, false, "", "RuntimeError", "the agent worker for profile " + profile_ + " is gone: " + death_reason_};
+    req = ++next_req_;
+    calls_.emplace(req, pending);
+  }
+  std::visit([&](auto& f) {
+    if constexpr (has_req<std::decay_t<decltype(f)>>::value)
+      f.req = req;
+  }, frame);
+  write(encode(frame));
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!cv_.wait_for(lock, deadline, [&] { return pending->r.has_value(); })) {
+    calls_.erase(req); // a late reply finds nothing, and the hook never runs
+    return reply{req, false, "", "TimeoutError", "the agent worker for profile " + profile_ + " did not answer within " +
+                                                    std::to_string(deadline.count() / 1000) + " s"};
+  }
+  return *pending->r;
+}
+
+std::string worker_process::call_value(to_worker frame, std::chrono::milliseconds deadline) {
+  reply r = call(std::move(frame), deadline);
+  if (!r.ok)
+    throw protocol::wire_error(r.error_type.empty() ? "RuntimeError" : r.error_type, r.error);
+  return r.value;
+}
+
+turn_outcome worker_process::run_turn(uint64_t handle, const std::shared_ptr<turn_sink>& sink,
+                                      const std::string& request) {
+  auto turn = std::make_shared<live_turn>();
+  turn->sink = sink;
+  uint64_t id = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!alive_ || stopping_) {
+      turn_outcome out;
+      out.error = "the agent worker for profile " + profile_ +
+                  (alive_ ? std::string(" was being restarted; send the message again")
+                          : " is gone: " + death_reason_);
+      out.result = protocol::object_writer{}.str("error", *out.error).finish();
+      return out;
+    }
+    id = ++next_turn_;
+    turns_.emplace(id, turn);
+  }
+  post(start_turn{id, handle, request});
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return turn->outcome.has_value(); });
+  return std::move(*turn->outcome);
+}
+
+bool worker_process::retire_if_idle() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!turns_.empty() || !alive_)
+    return false;
+  stopping_ = true;
+  return true;
+}
+
+void worker_process::stop(std::chrono::milliseconds grace) {
+  stopping_ = true;
+  if (!alive_)
+    return;
+  post(shutdown{});
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!cv_.wait_for(lock, grace, [&] { return !alive_.load(); })) {
+    lock.unlock();
+    ::kill(pid_, SIGKILL); // the reader reaps it and settles what is left
+  }
+}
+
+void worker_process::read_loop() {
+  frame_reader frames;
+  std::string why;
+  char buffer[65536];
+  try {
+    for (;;) {
+      ssize_t n = ::recv(fd_, buffer, sizeof buffer, 0);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        break;
+      frames.feed(buffer, static_cast<size_t>(n));
+      while (auto body = frames.next())
+        handle(decode_from_worker(*body));
+    }
+  } catch (const frame_error& e) {
+    why = std::string("sent a corrupt frame (") + e.what() + ")";
+    ::kill(pid_, SIGKILL); // it can no longer be understood
+  }
+  ::shutdown(fd_, SHUT_RDWR);
+  // The socket's end is the process's end, or a moment before it: reap it,
+  // killing one that lingers (it closed the socket but kept running).
+  int status = 0;
+  pid_t got = 0;
+  for (int i = 0; i < 100 && (got = ::waitpid(pid_, &status, WNOHANG)) == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  if (got == 0) {
+    ::kill(pid_, SIGKILL);
+    while ((got = ::waitpid(pid_, &status, 0)) < 0 && errno == EINTR) {
+    }
+  }
+  std::string reason = got > 0 ? describe_exit(status) : "lost";
+  if (!why.empty())
+    reason = why + ", " + reason;
+  std::error_code ec;
+  std::filesystem::remove_all(module_dir_, ec);
+  died(reason);
+}
+
+void worker_process::died(const std::string& reason) {
+  std::map<uint64_t, std::shared_ptr<pending_call>> calls;
+  std::map<uint64_t, std::shared_ptr<live_turn>> turns;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    death_reason_ = reason;
+    alive_ = false;
+    calls.swap(calls_);
+    turns.swap(turns_);
+  }
+  std::string what = "the agent worker for profile " + profile_ + " (pid " + std::to_string(pid_) + ") died: " + reason;
+  for (auto& [_, turn] : turns)
+    turn->sink->withdraw_questions(what); // their askers get an empty answer, which nobody sends on
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [req, call] : calls)
+    call->r = reply{req, false, "", "RuntimeError", what};
+  for (auto& [_, turn] : turns) {
+    turn_outcome out;
+    out.status = "error";
+    out.error = what;
+    out.result = protocol::object_writer{}.str("error", what).finish();
+    turn->outcome = std::move(out);
+  }
+  cv_.notify_all();
+}
+
+void worker_process::handle(from_worker frame) {
+  auto find_turn = [&](uint64_t id) -> std::shared_ptr<live_turn> {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = turns_.find(id);
+    return it == turns_.end() ? nullptr : it->second;
+  };
+  std::visit(
+    [&](auto& f) {
+      using T = std::decay_t<decltype(f)>;
+      if constexpr (std::is_same_v<T, ready>) {
+        std::lock_guard<std::mutex> lock(mu_);
+        ready_ = std::move(f);
+        ready_seen_ = true;
+        cv_.notify_all();
+      } else if constexpr (std::is_same_v<T, reply>) {
+        // Under the lock, so a caller that gave up (and whose hook may
+        // refer to its stack) is never called back.
+        std::lock_guard<std::mutex> lock(mu_);
+        auto it = calls_.find(f.req);
+        if (it == calls_.end())
+          return;
+        auto call = it->second;
+        if (call->hook)
+          call->hook(f); // before the next frame: see resolve_gateway in FRAMES.md
+        calls_.erase(it);
+        call->r = std::move(f);
+        cv_.notify_all();
+      } else if constexpr (std::is_same_v<T, text> || std::is_same_v<T, event>) {
+        auto turn = find_turn(f.turn);
+        if (!turn)
+          return; // a thread the turn left behind
+        if constexpr (std::is_same_v<T, text>)
+          turn->sink->delta(std::move(f.text));
+        else
+          turn->sink->event(std::move(f.json));
+        // Waiting here holds back this worker's frames, and with them its
+        // agent threads once the socket is full: the back-pressure an
+        // embedded agent gets from its sink.
+        if (turn->sink->backlogged())
+          turn->sink->wait_for_room();
+      } else if constexpr (std::is_same_v<T, notify>) {
+        if (auto turn = find_turn(f.turn))
+          turn->sink->gateway_notify(std::move(f.request), f.timeout_s);
+      } else if constexpr (std::is_same_v<T, ask>) {
+        auto turn = find_turn(f.turn);
+        if (!turn) {
+          post(answer{f.turn, f.ask, ""});
+          return;
+        }
+        // The broker answers when a client does or at the deadline: wait on
+        // a thread of its own, so this reader goes on with other turns.
+        auto self = shared_from_this();
+        std::thread([self, sink = turn->sink, f = std::move(f)]() mutable {
+          std::string text;
+          if (f.kind == "approval")
+            text = sink->ask_approval(std::move(f.request), f.timeout_s);
+          else if (f.kind == "compression")
+            text = sink->ask_compression(std::move(f.request), f.timeout_s);
+          else if (f.kind == "clarify")
+            text = sink->ask_clarify(std::move(f.request), f.timeout_s);
+          self->post(answer{f.turn, f.ask, std::move(text)});
+        }).detach();
+      } else if constexpr (std::is_same_v<T, turn_end>) {
+        std::lock_guard<std::mutex> lock(mu_);
+        auto it = turns_.find(f.turn);
+        if (it == turns_.end())
+          return;
+        turn_outcome out;
+        out.status = std::move(f.status);
+        out.result = std::move(f.result).value_or(std::string());
+        out.error = std::move(f.error);
+        out.history = std::move(f.history);
+        out.message_count = f.message_count;
+        it->second->outcome = std::move(out);
+        turns_.erase(it);
+        cv_.notify_all();
+      }
+    },
+    frame);
+}
+
+} // namespace hb::bridge::worker

@@ -1,0 +1,116 @@
+// One agent worker process: the agent's own interpreter running the bridge's
+// Python adapter (bridge/python/worker_main.py), connected to the daemon by
+// a socket pair it inherits as fd 3. This object starts it, writes frames to
+// it from any thread, and reads its frames on a thread of its own, handing
+// a turn's output to that turn's sink. When the process dies it settles what
+// was waiting on it: calls fail, live turns end with status error and the
+// reason (exit code or signal), their open questions are withdrawn.
+//
+// Every function may block: call them from detached actors or threads.
+#pragma once
+
+#include "bridge/agent_env.hpp"
+#include "bridge/agent_host.hpp"
+#include "bridge/worker/frames.hpp"
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace hb::bridge::worker {
+
+struct launch_options {
+  interpreter python;
+  std::string agent_root;  // empty: the adapter searches itself
+  std::string hermes_home;
+  std::string runtime_dir; // a private 0700 directory for the adapter's sources goes here
+  std::chrono::milliseconds ready_deadline{60'000};
+};
+
+class worker_process : public std::enable_shared_from_this<worker_process> {
+public:
+  // Starts the process and waits for its ready frame; throws protocol::wire_error.
+  static std::shared_ptr<worker_process> start(const launch_options& how, const std::string& profile);
+  ~worker_process();
+
+  bool alive() const { return alive_.load(); }
+  // Alive and not being retired: new turns may go to it.
+  bool accepting() const { return alive_.load() && !stopping_.load(); }
+  // Marks it as being retired if no turn runs in it (atomically with
+  // run_turn's check, so no turn starts in a worker about to stop).
+  bool retire_if_idle();
+  std::string death_reason() const;
+  pid_t pid() const { return pid_; }
+  const std::string& profile() const { return profile_; }
+  const ready& info() const { return ready_; }
+  size_t live_turns() const;
+  double started_at() const { return started_at_; }
+  // Resident memory of the process in MB, from /proc (0 when gone).
+  double rss_mb() const;
+
+  uint64_t next_handle() { return ++handles_; }
+
+  // Sends a frame that carries `req` (set here) and waits for its reply, the
+  // deadline or the process's death (both answer ok=false). `on_reply` runs on
+  // the reading thread before any later frame of the worker is read.
+  reply call(to_worker frame, std::chrono::milliseconds deadline,
+             std::function<void(const reply&)> on_reply = {});
+  // Throws protocol::wire_error with the worker's Python error when not ok.
+  std::string call_value(to_worker frame, std::chrono::milliseconds deadline);
+  // A frame nobody answers; dropped when the worker is gone.
+  void post(const to_worker& frame);
+  // Runs one turn: output goes to `sink` as it arrives; returns at turn_end,
+  // or with status error when the worker dies first.
+  turn_outcome run_turn(uint64_t handle, const std::shared_ptr<turn_sink>& sink, const std::string& request);
+  // Asks the worker to interrupt its turns and exit; kills it after `grace`.
+  void stop(std::chrono::milliseconds grace);
+
+private:
+  worker_process() = default;
+  void read_loop();
+  void handle(from_worker frame);
+  void died(const std::string& reason);
+  bool write(const std::string& bytes);
+
+  struct pending_call {
+    std::optional<reply> r;
+    std::function<void(const reply&)> hook;
+  };
+  struct live_turn {
+    std::shared_ptr<turn_sink> sink;
+    std::optional<turn_outcome> outcome;
+  };
+
+  std::string profile_;
+  pid_t pid_ = -1;
+  int fd_ = -1;
+  std::string module_dir_;
+  double started_at_ = 0;
+  ready ready_;
+  std::atomic<bool> alive_{false};
+  std::atomic<bool> stopping_{false};
+  std::atomic<uint64_t> handles_{0};
+
+  mutable std::mutex mu_; // everything below
+  std::condition_variable cv_;
+  bool ready_seen_ = false;
+  std::string death_reason_;
+  uint64_t next_req_ = 0;
+  uint64_t next_turn_ = 0;
+  std::map<uint64_t, std::shared_ptr<pending_call>> calls_;
+  std::map<uint64_t, std::shared_ptr<live_turn>> turns_;
+
+  std::mutex write_mu_; // one frame at a time on the socket
+};
+
+// "exit code 3", "killed by signal 9 (SIGKILL)": a waitpid status in words.
+std::string describe_exit(int wait_status);
+
+} // namespace hb::bridge::worker

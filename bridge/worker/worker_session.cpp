@@ -1,0 +1,48 @@
+#include "bridge/worker/worker_session.hpp"
+
+#include "protocol/wire_error.hpp"
+
+namespace hb::bridge::worker {
+
+namespace {
+// Quick calls on a live agent; a worker this slow to answer is stuck.
+constexpr std::chrono::seconds quick_call{15};
+// Named operations may do real work (a model switch, an MCP probe).
+constexpr std::chrono::seconds long_call{300};
+} // namespace
+
+worker_session::worker_session(std::shared_ptr<worker_pool> pool, std::shared_ptr<worker_pool::slot> slot,
+                               std::shared_ptr<worker_process> proc, uint64_t handle, std::string session_id)
+  : pool_(std::move(pool)), slot_(std::move(slot)), proc_(std::move(proc)), handle_(handle),
+    session_id_(std::move(session_id)) {}
+
+worker_session::~worker_session() {
+  proc_->post(release_session{handle_});
+  pool_->forget(session_id_, proc_.get(), *slot_);
+}
+
+void worker_session::prepare_turn() {
+  // An agent without clear_interrupt() has nothing to clear; a dead worker
+  // shows itself in run_turn.
+  proc_->call(worker::prepare_turn{0, handle_}, quick_call);
+}
+
+turn_outcome worker_session::run_turn(const std::shared_ptr<turn_sink>& sink, const std::string& request_json) {
+  return proc_->run_turn(handle_, sink, request_json);
+}
+
+void worker_session::interrupt(const std::string& message_json) {
+  if (!proc_->alive())
+    return; // its turn already ended with the worker
+  proc_->call_value(interrupt_turn{0, handle_, message_json}, quick_call);
+}
+
+bool worker_session::steer(const std::string& text) {
+  return !proc_->call_value(steer_turn{0, handle_, text}, quick_call).empty();
+}
+
+std::string worker_session::call(const std::string& op, const std::string& args_json) {
+  return proc_->call_value(session_call{0, handle_, op, args_json}, long_call);
+}
+
+} // namespace hb::bridge::worker

@@ -1,0 +1,37 @@
+// A session's agent living in a worker process: agent_host over frames.
+// Holds the worker it was built in; once that worker is gone the session is
+// no longer usable and its next chat builds the agent again (in a new
+// worker) from the stored history.
+#pragma once
+
+#include "bridge/agent_host.hpp"
+#include "bridge/worker/worker_pool.hpp"
+#include "bridge/worker/worker_process.hpp"
+
+#include <memory>
+#include <string>
+
+namespace hb::bridge::worker {
+
+class worker_session final : public agent_host {
+public:
+  worker_session(std::shared_ptr<worker_pool> pool, std::shared_ptr<worker_pool::slot> slot,
+                 std::shared_ptr<worker_process> proc, uint64_t handle, std::string session_id);
+  ~worker_session() override;
+
+  void prepare_turn() override;
+  turn_outcome run_turn(const std::shared_ptr<turn_sink>& sink, const std::string& request_json) override;
+  void interrupt(const std::string& message_json) override;
+  bool steer(const std::string& text) override;
+  bool usable() const override { return proc_->accepting(); }
+  std::string call(const std::string& op, const std::string& args_json) override;
+
+private:
+  std::shared_ptr<worker_pool> pool_;
+  std::shared_ptr<worker_pool::slot> slot_;
+  std::shared_ptr<worker_process> proc_;
+  uint64_t handle_;
+  std::string session_id_;
+};
+
+} // namespace hb::bridge::worker

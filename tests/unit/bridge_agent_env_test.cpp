@@ -1,0 +1,168 @@
+// Finding hermes-agent and its interpreter as Hermes Studio's manager does,
+// over temporary directory layouts (a checkout with a venv, the installer's
+// /usr/local/lib/hermes-agent, a hermes command with a shebang).
+#include "bridge/agent_env.hpp"
+
+#include "temp_dir.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+using namespace hb::bridge;
+namespace fs = std::filesystem;
+
+namespace {
+
+void write(const std::string& path, const std::string& text, bool executable = false) {
+  fs::create_directories(fs::path(path).parent_path());
+  std::ofstream(path) << text;
+  if (executable)
+    ::chmod(path.c_str(), 0755);
+}
+
+void make_root(const std::string& root) { write(root + "/run_agent.py", "# fake\n"); }
+
+agent_env_inputs inputs(const hb::test::temp_dir& t) {
+  agent_env_inputs in;
+  in.hermes_home = t.file("home/.hermes");
+  in.home = t.file("home");
+  in.cwd = t.file("cwd");
+  in.path = t.file("bin");
+  in.system_roots = {t.file("usr/local/lib/hermes-agent")};
+  fs::create_directories(in.cwd);
+  return in;
+}
+
+} // namespace
+
+TEST_CASE("agent env: an explicit root comes first, its venv's python3 first of all", "[agent_env]") {
+  hb::test::temp_dir t;
+  make_root(t.file("explicit"));
+  make_root(t.file("home/.hermes/hermes-agent"));
+  write(t.file("explicit/venv/bin/python3"), "", true);
+  write(t.file("explicit/venv/bin/python"), "", true);
+  write(t.file("explicit/.venv/bin/python"), "", true);
+  auto in = inputs(t);
+  in.agent_root = t.file("explicit");
+  auto env = find_agent_env(in);
+  REQUIRE(env.agent_root == t.file("explicit"));
+  REQUIRE(env.interpreters.size() == 3);
+  REQUIRE(env.interpreters[0].argv == std::vector<std::string>{t.file("explicit/venv/bin/python3")});
+  REQUIRE(env.interpreters[0].source == "venv");
+  REQUIRE(env.interpreters[1].argv[0] == t.file("explicit/venv/bin/python"));
+  REQUIRE(env.interpreters[2].argv[0] == t.file("explicit/.venv/bin/python"));
+}
+
+TEST_CASE("agent env: without a usable explicit root, <hermes-home>/hermes-agent", "[agent_env]") {
+  hb::test::temp_dir t;
+  make_root(t.file("home/.hermes/hermes-agent"));
+  auto in = inputs(t);
+  in.agent_root = t.file("nothing-here");
+  auto env = find_agent_env(in);
+  REQUIRE(env.agent_root == t.file("home/.hermes/hermes-agent"));
+}
+
+TEST_CASE("agent env: the installer's layout, reached through the hermes command", "[agent_env]") {
+  hb::test::temp_dir t;
+  std::string root = t.file("usr/local/lib/hermes-agent");
+  make_root(root);
+  write(root + "/venv/bin/python3", "", true);
+  write(root + "/venv/bin/hermes", "#!" + root + "/venv/bin/python3\nimport sys\n", true);
+  fs::create_directories(t.file("bin"));
+  fs::create_symlink(root + "/venv/bin/hermes", t.file("bin/hermes"));
+  auto in = inputs(t);
+  in.system_roots.clear(); // found through the command, not the fixed list
+  auto env = find_agent_env(in);
+  REQUIRE(env.agent_root == root);
+  REQUIRE(env.interpreters.at(0).argv[0] == root + "/venv/bin/python3");
+  REQUIRE(env.interpreters.at(0).source == "venv");
+  // The shebang's python is a candidate too, after the venv's.
+  REQUIRE(env.interpreters.at(1).source == "hermes shebang");
+}
+
+TEST_CASE("agent env: a hermes shebang python, then uv run, then python3 on PATH", "[agent_env]") {
+  hb::test::temp_dir t;
+  make_root(t.file("cwd"));
+  write(t.file("py/bin/python3.14"), "", true);
+  write(t.file("bin/hermes"), "#!" + t.file("py/bin/python3.14") + " -s\n", true);
+  write(t.file("bin/uv"), "", true);
+  write(t.file("bin/python3"), "", true);
+  auto env = find_agent_env(inputs(t));
+  REQUIRE(env.agent_root == t.file("cwd"));
+  REQUIRE(env.interpreters.size() == 3);
+  REQUIRE(env.interpreters[0].argv == std::vector<std::string>{t.file("py/bin/python3.14")});
+  REQUIRE(env.interpreters[0].source == "hermes shebang");
+  REQUIRE(env.interpreters[1].argv ==
+          std::vector<std::string>{t.file("bin/uv"), "run", "--project", t.file("cwd"), "python"});
+  REQUIRE(env.interpreters[2].argv == std::vector<std::string>{t.file("bin/python3")});
+  REQUIRE(env.interpreters[2].source == "PATH");
+}
+
+TEST_CASE("agent env: `#!/usr/bin/env python3` names no interpreter", "[agent_env]") {
+  hb::test::temp_dir t;
+  make_root(t.file("cwd"));
+  write(t.file("bin/hermes"), "#!/usr/bin/env python3\n", true);
+  auto env = find_agent_env(inputs(t));
+  REQUIRE(env.interpreters.empty());
+}
+
+TEST_CASE("agent env: --agent-python is the only candidate", "[agent_env]") {
+  hb::test::temp_dir t;
+  make_root(t.file("cwd"));
+  write(t.file("cwd/venv/bin/python3"), "", true);
+  write(t.file("mine/python"), "", true);
+  auto in = inputs(t);
+  in.python = t.file("mine/python");
+  auto env = find_agent_env(in);
+  REQUIRE(env.interpreters.size() == 1);
+  REQUIRE(env.interpreters[0].argv[0] == t.file("mine/python"));
+  REQUIRE(env.interpreters[0].source == "--agent-python");
+}
+
+TEST_CASE("agent env: no root anywhere lists every place tried", "[agent_env]") {
+  hb::test::temp_dir t;
+  auto env = find_agent_env(inputs(t));
+  REQUIRE(!env.agent_root);
+  REQUIRE(std::find(env.roots_tried.begin(), env.roots_tried.end(), t.file("home/.hermes/hermes-agent")) !=
+          env.roots_tried.end());
+  REQUIRE(std::find(env.roots_tried.begin(), env.roots_tried.end(), t.file("usr/local/lib/hermes-agent")) !=
+          env.roots_tried.end());
+  auto chosen = choose_interpreter(env);
+  REQUIRE(!chosen.python);
+  REQUIRE(chosen.error.find("run_agent.py") != std::string::npos);
+  REQUIRE(chosen.error.find(t.file("home/.hermes/hermes-agent")) != std::string::npos);
+}
+
+TEST_CASE("agent env: the probe runs the interpreter and says what it found", "[agent_env]") {
+  hb::test::temp_dir t;
+  make_root(t.file("root"));
+  write(t.file("root/pyproject.toml"), "[project]\nname = \"hermes-agent\"\nversion = \"0.21.0\"\n");
+  interpreter py{{"/usr/bin/python3"}, "PATH"};
+  auto probe = probe_interpreter(py, t.file("root"));
+  REQUIRE(probe.ran);
+  REQUIRE(probe.problem.empty());
+  REQUIRE(probe.finds_run_agent);
+  REQUIRE(probe.version.rfind("3.", 0) == 0);
+  REQUIRE(probe.agent_version == "0.21.0");
+  auto none = probe_interpreter(py, t.file("elsewhere"));
+  REQUIRE(none.problem == "cannot import run_agent");
+  auto broken = probe_interpreter(interpreter{{t.file("no/such/python")}, "venv"}, t.file("root"));
+  REQUIRE(!broken.ran);
+  REQUIRE(!broken.problem.empty());
+  // A broken venv python is skipped for the next candidate, and named in the error when none works.
+  agent_env env;
+  env.agent_root = t.file("root");
+  env.interpreters = {interpreter{{t.file("no/such/python")}, "venv"}, py};
+  auto chosen = choose_interpreter(env);
+  REQUIRE(chosen.python);
+  REQUIRE(chosen.python->argv[0] == "/usr/bin/python3");
+  env.interpreters.pop_back();
+  chosen = choose_interpreter(env);
+  REQUIRE(!chosen.python);
+  REQUIRE(chosen.error.find(t.file("no/such/python")) != std::string::npos);
+}

@@ -1,0 +1,125 @@
+// The daemon-worker frames: every kind survives the round trip, and a
+// stream cut anywhere or filled with garbage is refused, never misread.
+#include "bridge/worker/frames.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <random>
+
+using namespace hb::bridge::worker;
+
+namespace {
+
+std::string body_of(const std::string& frame) { return frame.substr(4); }
+
+std::vector<from_worker> sample_from_worker() {
+  return {ready{42, "/r/venv/bin/python3", "3.14.0", "/r", "0.21.0", ""},
+          reply{7, true, "{\"a\": 1}", "", ""},
+          reply{8, false, "", "KeyError", "no agent 3"},
+          text{1, 1, "h\xc3\xa9llo \xe2\x82\xac\n\"quoted\"\t\\"},
+          event{1, 2, R"({"event": "tool.started", "args": {}})"},
+          ask{1, 3, 9, "approval", R"({"command": "rm -rf /"})", 60.5},
+          notify{1, 4, "{}", 3},
+          turn_end{1, 5, "complete", std::string("{}"), std::nullopt, std::string("[]"), 0},
+          turn_end{2, 1, "error", std::nullopt, std::string("boom"), std::nullopt, 0}};
+}
+
+std::vector<to_worker> sample_to_worker() {
+  return {create_session{1, 2, "s1", "work", "m", "p"}, prepare_turn{3, 2}, start_turn{4, 2, R"({"message": "hi"})"},
+          interrupt_turn{5, 2, "\"stop\""}, steer_turn{6, 2, "go left"}, release_session{2},
+          resolve_gateway{7, "s1", "once"}, session_call{8, 2, "title", "{}"}, profile_call{9, "work", "mcp", "{}"},
+          answer{4, 1, "deny"}, committed{4, 10}, shutdown{}};
+}
+
+} // namespace
+
+TEST_CASE("worker frames: every kind round-trips, both ways", "[worker]") {
+  for (const auto& f : sample_from_worker()) {
+    std::string wire = encode(f);
+    uint32_t n = (uint32_t(uint8_t(wire[0])) << 24) | (uint32_t(uint8_t(wire[1])) << 16) |
+                 (uint32_t(uint8_t(wire[2])) << 8) | uint32_t(uint8_t(wire[3]));
+    REQUIRE(n == wire.size() - 4);
+    auto back = decode_from_worker(body_of(wire));
+    REQUIRE(back.index() == f.index());
+    REQUIRE(encode(back) == wire);
+  }
+  for (const auto& f : sample_to_worker()) {
+    std::string wire = encode(f);
+    auto back = decode_to_worker(body_of(wire));
+    REQUIRE(back.index() == f.index());
+    REQUIRE(encode(back) == wire);
+  }
+  auto t = std::get<text>(decode_from_worker(body_of(encode(from_worker{text{1, 1, "a\xe2\x82\xac"}}))));
+  REQUIRE(t.text == "a\xe2\x82\xac");
+  auto e = std::get<turn_end>(decode_from_worker(body_of(encode(from_worker{sample_from_worker()[8]}))));
+  REQUIRE(!e.result);
+  REQUIRE(e.error == std::string("boom"));
+}
+
+TEST_CASE("worker frames: the reader cuts a stream at frame boundaries, however it arrives", "[worker]") {
+  std::string stream;
+  for (const auto& f : sample_from_worker())
+    stream += encode(f);
+  for (size_t chunk : {size_t(1), size_t(3), size_t(7), size_t(64), stream.size()}) {
+    frame_reader r;
+    size_t frames = 0;
+    for (size_t i = 0; i < stream.size(); i += chunk) {
+      r.feed(stream.data() + i, std::min(chunk, stream.size() - i));
+      while (auto body = r.next()) {
+        REQUIRE(decode_from_worker(*body).index() == sample_from_worker()[frames].index());
+        ++frames;
+      }
+    }
+    REQUIRE(frames == sample_from_worker().size());
+    REQUIRE(r.buffered() == 0);
+  }
+}
+
+TEST_CASE("worker frames: a truncated frame is never handed out", "[worker]") {
+  std::string wire = encode(from_worker{sample_from_worker()[5]});
+  for (size_t cut = 0; cut < wire.size(); ++cut) {
+    frame_reader r;
+    r.feed(wire.data(), cut);
+    REQUIRE(!r.next());
+  }
+  // A body cut short and relabelled with its shorter length is not a frame either.
+  for (size_t cut = 0; cut + 4 < wire.size(); ++cut)
+    REQUIRE_THROWS_AS(decode_from_worker(wire.substr(4, cut)), frame_error);
+}
+
+TEST_CASE("worker frames: garbage, wrong kinds and wrong types are refused", "[worker]") {
+  for (const char* bad : {"", "{", "[]", "42", "null", "\"text\"", "{}", R"({"t": 5})", R"({"t": "nope"})",
+                          R"({"t": "text", "turn": 1, "seq": 1})", R"({"t": "text", "turn": -1, "seq": 1, "text": ""})",
+                          R"({"t": "text", "turn": 1.5, "seq": 1, "text": ""})",
+                          R"({"t": "text", "turn": 1, "seq": 1, "text": 3})",
+                          R"({"t": "reply", "req": 1, "ok": "yes", "value": "", "error_type": "", "error": ""})",
+                          R"({"t": "ask", "turn": 1, "seq": 1, "ask": 1, "kind": "approval", "request": "", "timeout_s": "x"})",
+                          R"({"t": "turn_end", "turn": 1, "seq": 1, "status": "complete", "result": 1, "error": null, "history": null, "message_count": 0})",
+                          R"({"t": "create_session", "req": 1})", "\xff\xfe"})
+    REQUIRE_THROWS_AS(decode_from_worker(bad), frame_error);
+  // A daemon-bound kind is not a worker-bound one.
+  REQUIRE_THROWS_AS(decode_to_worker(body_of(encode(from_worker{text{1, 1, "x"}}))), frame_error);
+  frame_reader r;
+  const char huge[4] = {'\x7f', '\xff', '\xff', '\xff'};
+  r.feed(huge, 4);
+  REQUIRE_THROWS_AS(r.next(), frame_error);
+}
+
+TEST_CASE("worker frames: random bytes never crash the reader or decoder", "[worker]") {
+  std::mt19937 rng(14);
+  std::string valid = encode(from_worker{sample_from_worker()[7]});
+  for (int round = 0; round < 2000; ++round) {
+    std::string bytes = valid;
+    // Flip a few bytes of a valid frame (the length too, sometimes).
+    for (int k = 0; k < 1 + round % 4; ++k)
+      bytes[rng() % bytes.size()] = static_cast<char>(rng());
+    frame_reader r;
+    r.feed(bytes.data(), bytes.size());
+    try {
+      while (auto body = r.next())
+        (void)decode_from_worker(*body);
+    } catch (const frame_error&) {
+    }
+  }
+  SUCCEED();
+}

@@ -1,0 +1,138 @@
+"""The worker process's Python side, driven the way the daemon drives it:
+frames over a socket pair, with the fake agent. Stdlib only; run with any
+Python 3.11+ (CTest uses /usr/bin/python3)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "bridge" / "python"))
+
+import worker_frames as frames  # noqa: E402
+
+
+class FrameCodec(unittest.TestCase):
+    def test_round_trip(self):
+        data = frames.encode("text", {"turn": 1, "seq": 2, "text": "h\u00e9 \u20ac"})
+        self.assertEqual(struct.unpack(">I", data[:4])[0], len(data) - 4)
+        self.assertEqual(frames.read(io.BytesIO(data)), {"t": "text", "turn": 1, "seq": 2, "text": "h\u00e9 \u20ac"})
+
+    def test_clean_end_is_none_and_a_cut_is_an_error(self):
+        self.assertIsNone(frames.read(io.BytesIO(b"")))
+        data = frames.encode("reply", {"req": 1, "ok": True, "value": "", "error_type": "", "error": ""})
+        for cut in range(1, len(data)):
+            with self.assertRaises(frames.FrameError):
+                frames.read(io.BytesIO(data[:cut]))
+
+    def test_garbage_is_an_error(self):
+        for body in (b"{", b"[]", b'"x"', b"{}", b'{"t": 3}', b"\xff\xfe"):
+            with self.assertRaises(frames.FrameError):
+                frames.read(io.BytesIO(struct.pack(">I", len(body)) + body))
+        with self.assertRaises(frames.FrameError):
+            frames.read(io.BytesIO(struct.pack(">I", frames.MAX_FRAME_BYTES + 1)))
+
+    def test_a_lone_surrogate_never_breaks_encoding(self):
+        data = frames.encode("text", {"turn": 1, "seq": 1, "text": "bad\ud800"})
+        self.assertEqual(frames.read(io.BytesIO(data))["text"], "bad?")
+
+
+class WorkerProcess(unittest.TestCase):
+    """worker_main.py as the daemon starts it: fd 3 is its end of the pair."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        home = Path(self.tmp.name) / "home"
+        home.mkdir()
+        (home / "config.yaml").write_text(json.dumps({"model": {"default": "m", "provider": "fake"}}))
+        ours, theirs = socket.socketpair()
+        self.sock = ours
+        self.inbox = ours.makefile("rb")
+        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+        env.pop("FAKE_AGENT_LOG", None)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-B", str(REPO / "bridge" / "python" / "worker_main.py"), "--fd", str(theirs.fileno()),
+             "--agent-root", str(REPO / "tests" / "fake_agent"), "--hermes-home", str(home), "--profile", "default"],
+            pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, env=env)
+        theirs.close()
+        self.sock.settimeout(20)
+
+    def tearDown(self):
+        self.inbox.close()  # the socket's fd stays open while its file object is
+        self.sock.close()
+        self.proc.wait(10)
+        self.proc.stdout.close()
+        self.tmp.cleanup()
+
+    def send(self, kind, **fields):
+        self.sock.sendall(frames.encode(kind, fields))
+
+    def read(self):
+        return frames.read(self.inbox)
+
+    def until(self, kind):
+        seen = []
+        while True:
+            f = self.read()
+            seen.append(f)
+            if f["t"] == kind:
+                return f, seen
+
+    def test_a_turn_streams_asks_and_ends_in_order(self):
+        ready = self.read()
+        self.assertEqual(ready["t"], "ready")
+        self.assertEqual(ready["error"], "")
+        self.assertEqual(ready["pid"], self.proc.pid)
+        self.send("create_session", req=1, handle=7, session_id="s", profile="default", model="", provider="")
+        created = self.read()
+        self.assertEqual((created["t"], created["req"], created["ok"]), ("reply", 1, True), created)
+        self.assertEqual(json.loads(created["value"])["profile"], "default")
+        self.send("start_turn", turn=3, handle=7, request=json.dumps({"message": "script:say hi there;approve-cli ls"}))
+        ask, before = self.until("ask")
+        self.assertEqual(ask["kind"], "approval")
+        self.assertEqual(json.loads(ask["request"])["command"], "ls")
+        self.send("answer", turn=3, ask=ask["ask"], text="once")
+        end, after = self.until("turn_end")
+        frames_of_turn = before + after
+        self.assertEqual([f["seq"] for f in frames_of_turn], list(range(1, len(frames_of_turn) + 1)))
+        text = "".join(f["text"] for f in frames_of_turn if f["t"] == "text")
+        self.assertEqual(text, "hi therechoice=once ")
+        self.assertEqual(end["status"], "complete")
+        self.assertEqual(end["message_count"], len(json.loads(end["history"])))
+
+    def test_an_unknown_handle_is_a_python_error_and_the_worker_goes_on(self):
+        self.read()
+        self.send("steer_turn", req=1, handle=99, text="x")
+        r = self.read()
+        self.assertEqual((r["ok"], r["error_type"]), (False, "KeyError"))
+        self.send("profile_call", req=2, profile="default", op="skills", args="{}")
+        r = self.read()
+        self.assertFalse(r["ok"])
+        self.assertIn("profile_call", r["error"])
+
+    def test_it_interrupts_and_exits_when_the_daemon_goes(self):
+        self.read()
+        self.send("create_session", req=1, handle=1, session_id="s", profile="default", model="", provider="")
+        self.read()
+        self.send("start_turn", turn=1, handle=1, request=json.dumps({"message": "script:stream 1000 20"}))
+        self.assertEqual(self.read()["t"], "text")
+        started = time.monotonic()
+        self.inbox.close()
+        self.sock.shutdown(socket.SHUT_RDWR)
+        self.assertEqual(self.proc.wait(10), 0)
+        self.assertLess(time.monotonic() - started, 4)
+        self.assertEqual(self.proc.stdout.read(), b"")  # the worker's own stdout stays empty here
+
+
+if __name__ == "__main__":
+    unittest.main()
