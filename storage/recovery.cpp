@@ -16,13 +16,15 @@ namespace {
 struct open_questions {
   std::vector<std::string> approvals;
   std::vector<json> compressions; // their requested events
+  std::vector<std::string> clarifications;
 };
 
 open_questions find_open_questions(SQLite::Database& db, int64_t run_no) {
   open_questions open;
   SQLite::Statement scan(db,
     "SELECT body FROM events WHERE run_no=? AND (body LIKE '{\"event\": \"approval.%'"
-    " OR body LIKE '{\"event\": \"bridge.compression.%') ORDER BY seq");
+    " OR body LIKE '{\"event\": \"bridge.compression.%' OR body LIKE '{\"event\": \"clarify.%')"
+    " ORDER BY seq");
   scan.bind(1, run_no);
   auto drop = [](auto& list, const std::string& id, auto key_of) {
     for (auto it = list.begin(); it != list.end(); ++it)
@@ -45,6 +47,10 @@ open_questions find_open_questions(SQLite::Database& db, int64_t run_no) {
     else if (name == "bridge.compression.completed" || name == "bridge.compression.failed")
       drop(open.compressions, ev.value("request_id", ""),
            [](const json& j) { return j.value("request_id", ""); });
+    else if (name == "clarify.requested")
+      open.clarifications.push_back(ev.value("clarify_id", ""));
+    else if (name == "clarify.resolved")
+      drop(open.clarifications, ev.value("clarify_id", ""), [](const std::string& s) { return s; });
   }
   return open;
 }
@@ -96,6 +102,14 @@ recovery_report recover_open_runs(SQLite::Database& db, double now) {
       ev["error"] = "hermes-bridge restarted before the compression reply";
       add(ev);
       ++report.compressions_failed;
+    }
+    for (const auto& id : open.clarifications) {
+      json ev;
+      ev["event"] = "clarify.resolved";
+      ev["clarify_id"] = id;
+      ev["response"] = nullptr;
+      ev["reason"] = "daemon restarted";
+      add(ev);
     }
     json recovered;
     recovered["event"] = "bridge.recovered";

@@ -101,6 +101,9 @@ TEST_CASE("a writer killed mid-batch keeps its commits and its open run is recov
     w.append_event("r1", R"({"event": "approval.requested", "approval_id": "a2", "command": "ls"})", 2.0);
     w.append_event("r1", R"({"event": "approval.resolved", "approval_id": "a2", "choice": "once"})", 2.0);
     w.append_event("r1", R"({"event": "bridge.compression.requested", "request_id": "c1", "message_count": 4, "approx_tokens": 99, "focus_topic": null, "messages": []})", 2.0);
+    w.append_event("r1", R"({"event": "clarify.requested", "clarify_id": "q1", "question": "which?", "choices": null, "timeout_ms": 300000})", 2.0);
+    w.append_event("r1", R"({"event": "clarify.requested", "clarify_id": "q2", "question": "done?", "choices": null, "timeout_ms": 300000})", 2.0);
+    w.append_event("r1", R"({"event": "clarify.resolved", "clarify_id": "q2", "response": "yes"})", 2.0);
     w.commit();
     fill_run(w, "r1", 100, 100); // the batch the crash interrupts
     char byte = 1;
@@ -121,16 +124,18 @@ TEST_CASE("a writer killed mid-batch keeps its commits and its open run is recov
   CHECK(report.compressions_failed == 1);
 
   hb::storage::log_reader r(path);
-  auto run = r.read_run("r1", 0, 4);
+  auto run = r.read_run("r1", 0, 7);
   REQUIRE(run);
   CHECK(run->deltas.size() == 100);
   CHECK(run->status == "interrupted");
   CHECK(*run->error == hb::storage::restart_reason);
   CHECK(*run->ended_at == 10.0);
-  REQUIRE(run->events.size() == 3);
+  REQUIRE(run->events.size() == 4);
   CHECK(run->events[0] == R"({"event": "approval.resolved", "approval_id": "a1", "choice": "deny", "reason": "daemon restarted"})");
   CHECK(run->events[1] == R"({"event": "bridge.compression.failed", "request_id": "c1", "message_count": 4, "approx_tokens": 99, "error": "hermes-bridge restarted before the compression reply"})");
-  CHECK(run->events[2].find("\"event\": \"bridge.recovered\"") != std::string::npos);
+  // the clarify question nobody answered is closed too; the answered one is left alone
+  CHECK(run->events[2] == R"({"event": "clarify.resolved", "clarify_id": "q1", "response": null, "reason": "daemon restarted"})");
+  CHECK(run->events[3].find("\"event\": \"bridge.recovered\"") != std::string::npos);
   // A second start finds nothing left to do.
   CHECK(hb::storage::recover_open_runs(w.database(), 11.0).runs_interrupted == 0);
 }

@@ -117,15 +117,18 @@ class WorkerProcess(unittest.TestCase):
         self.assertEqual((r["ok"], r["error_type"]), (False, "KeyError"))
         self.send("profile_call", req=2, profile="default", op="skills", args="{}")
         r = self.read()
-        self.assertFalse(r["ok"])
-        self.assertIn("profile_call", r["error"])
+        self.assertEqual((r["ok"], r["error_type"], r["error"]),
+                         (False, "ValueError", "unknown profile operation: skills"))
+        self.send("profile_call", req=3, profile="default", op="command",
+                  args=json.dumps({"session_id": "s", "command": "/goal"}))
+        self.assertEqual(json.loads(self.read()["value"])["action"], "goal_status")
 
     def test_it_interrupts_and_exits_when_the_daemon_goes(self):
         self.read()
         self.send("create_session", req=1, handle=1, session_id="s", profile="default", model="", provider="")
         self.read()
         self.send("start_turn", turn=1, handle=1, request=json.dumps({"message": "script:stream 1000 20"}))
-        self.assertEqual(self.read()["t"], "text")
+        self.until("text")  # the turn streams (after its bridge.context.ready event)
         started = time.monotonic()
         self.inbox.close()
         self.sock.shutdown(socket.SHUT_RDWR)
