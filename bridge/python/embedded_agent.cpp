@@ -1,4 +1,5 @@
 #include "bridge/python/embedded_agent.hpp"
+#include "bridge/python/embedded_modules.hpp"
 
 #include "protocol/json_text.hpp"
 
@@ -11,13 +12,6 @@ namespace py = pybind11;
 
 namespace hb::bridge {
 
-// Generated from bridge/python/*.py, in load order (see CMakeLists.txt).
-struct embedded_module {
-  const char* name;
-  const char* source;
-};
-extern const embedded_module embedded_modules[];
-extern const std::size_t embedded_module_count;
 
 namespace {
 

@@ -1,5 +1,7 @@
 #include "bridge/worker/worker_process.hpp"
 
+#include "bridge/python/embedded_modules.hpp"
+
 #include "protocol/json_text.hpp"
 #include "protocol/wire_error.hpp"
 
@@ -21,15 +23,6 @@
 
 extern char** environ;
 
-namespace hb::bridge {
-// Generated from bridge/python/*.py (see CMakeLists.txt and embedded_agent.cpp).
-struct embedded_module {
-  const char* name;
-  const char* source;
-};
-extern const embedded_module embedded_modules[];
-extern const std::size_t embedded_module_count;
-} // namespace hb::bridge
 
 namespace hb::bridge::worker {
 
