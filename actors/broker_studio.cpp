@@ -254,14 +254,16 @@ void add_ping_fields(broker_actor* self, object_writer& w) {
       c.integer(k, v);
     return c.finish();
   };
+  auto workers = bridge::studio_workers();
   w.str("mode", "broker")
     .raw("broker", object_writer{}.integer("pid", ::getpid()).str("endpoint", st.settings->endpoint).finish())
-    .raw("workers", "{}")
-    .raw("worker_details", "{}")
+    .raw("workers", workers.workers)
+    .raw("worker_details", workers.details)
     .integer("active_sessions", static_cast<int64_t>(st.activity.size()))
     .integer("running_sessions", running)
     .raw("sessions_by_profile", counts(by_profile))
-    .raw("running_sessions_by_profile", counts(running_by_profile));
+    .raw("running_sessions_by_profile", counts(running_by_profile))
+    .raw("agent", bridge::agent_summary_json());
 }
 
 bool route_studio(broker_actor* self, const reply_to& to, const std::string& action, const json& req) {

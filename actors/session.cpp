@@ -85,6 +85,8 @@ std::string session_entry(const session_state& st, bool with_exists) {
   // Native sessions only: embedded ones answer exactly as the seed does.
   if (std::string live = st.agent ? st.agent->live_status() : std::string(); !live.empty())
     w.raw("native", live);
+  if (with_exists && st.harness != "native")
+    w.raw("agent", bridge::agent_status_json(st.agent.get()));
   if (!with_exists) { // list entries, as Hermes Studio's bridge lists them
     std::string profile = st.profile.empty() ? "default" : st.profile;
     w.str("profile", profile).str("worker_key", profile);

@@ -157,10 +157,12 @@ std::vector<std::string> embedded_site_dirs(const hb::bridge::agent_env& env) {
 // Agents in this process, on the Python linked into it.
 int host_embedded(const serve_flags& flags, const std::string& home, const hb::bridge::agent_env& env,
                   hb::actors::daemon_settings& settings) {
+  bool started = false;
   try {
     auto site_dirs = embedded_site_dirs(env);
     settings.agent_root =
       hb::bridge::python_runtime::start(env.agent_root.value_or(flags.agent_root), home, site_dirs);
+    started = true;
   } catch (const hb::protocol::wire_error& e) {
     // A daemon that hosts the TUI needs no embedded hermes-agent; embedded
     // chats then fail with this reason instead.
@@ -170,9 +172,20 @@ int host_embedded(const serve_flags& flags, const std::string& home, const hb::b
     settings.agent_root = "None";
     log_event(log_level::warn, "agent.unavailable", "embedded sessions are disabled", {{"reason", e.what()}});
   }
+  std::string environment = hb::protocol::object_writer{}
+                              .str("python", "/usr/bin/python3")
+                              .str("python_version", hb::bridge::python_runtime::version())
+                              .null("agent_version")
+                              .finish();
+  if (started) {
+    try {
+      environment = hb::bridge::python_runtime::environment_json();
+    } catch (const hb::protocol::wire_error& e) {
+      log_event(log_level::warn, "agent.environment", "cannot describe the embedded interpreter", {{"reason", e.what()}});
+    }
+  }
   hb::bridge::python_runtime::release_main_thread();
-  hb::bridge::host_agents_embedded(
-    hb::protocol::object_writer{}.str("python", "/usr/bin/python3").str("python_source", "embedded").finish());
+  hb::bridge::host_agents_embedded(std::move(environment));
   return 0;
 }
 

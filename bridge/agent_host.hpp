@@ -70,6 +70,10 @@ public:
   // Live facts for `status` as a JSON object, or empty for none. Cheap and
   // non-blocking: the session actor calls it on the scheduler.
   virtual std::string live_status() const { return {}; }
+  // Where this agent runs, as JSON object members without braces (the
+  // worker's key and pid), or empty; `status` adds them to the host's
+  // environment. Cheap and non-blocking, like live_status().
+  virtual std::string host_members() const { return {}; }
   // Ends what lives outside this process (the tmux server). Called when the
   // session is destroyed or replaced, not when it is idle-collected or the
   // daemon stops: those leave a native TUI running to re-attach to.

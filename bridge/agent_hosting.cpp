@@ -50,17 +50,36 @@ profile_host& profiles() {
   return embedded;
 }
 
-std::string agents_json() {
+std::string agent_summary_json() {
   const auto& h = the_host();
-  std::string env = h.agent_json;
-  // {"host": ..., <the environment's fields>, "workers": [...]}
-  std::string inner = env.size() > 2 ? env.substr(1, env.size() - 2) : std::string();
+  // {"host": ..., <the environment's fields>}
+  std::string inner = h.agent_json.size() > 2 ? h.agent_json.substr(1, h.agent_json.size() - 2) : std::string();
   std::string out = std::string("{\"host\": \"") + (h.pool ? "worker" : "embedded") + "\"";
   if (!inner.empty())
     out += ", " + inner;
-  if (h.pool)
-    out += ", \"workers\": " + h.pool->health_json();
   return out + "}";
+}
+
+std::string agents_json() {
+  const auto& h = the_host();
+  std::string out = agent_summary_json();
+  if (!h.pool)
+    return out;
+  out.pop_back();
+  return out + ", \"workers\": " + h.pool->health_json() + "}";
+}
+
+std::string agent_status_json(const agent_host* agent) {
+  std::string out = agent_summary_json();
+  std::string members = agent ? agent->host_members() : std::string();
+  out.pop_back();
+  return out + (members.empty() ? "" : ", " + members) + ", \"loaded\": " + (agent ? "true" : "false") + "}";
+}
+
+studio_worker_maps studio_workers() {
+  if (auto& pool = the_host().pool)
+    return pool->studio_workers();
+  return {};
 }
 
 void collect_idle_agents() {

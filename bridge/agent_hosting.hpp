@@ -43,6 +43,19 @@ profile_host& profiles();
 
 // {"host": "worker"|"embedded", ...the environment..., "workers": [...]}. Cheap.
 std::string agents_json();
+// The same without the workers: {"host", "python", "python_version",
+// "agent_version", ...}, for ping and status. Never blocks.
+std::string agent_summary_json();
+// Hermes Studio's broker ping reports its workers by key: {key: running}
+// and {key: {running, pid, endpoint, profile, last_used_at}} (both "{}" on
+// the embedded host). Never blocks on a worker.
+struct studio_worker_maps {
+  std::string workers = "{}";
+  std::string details = "{}";
+};
+studio_worker_maps studio_workers();
+// `status`'s "agent": the summary plus where `agent` (null: not loaded) runs.
+std::string agent_status_json(const agent_host* agent);
 
 // Housekeeping between requests: idle and oversized workers are retired. Blocks briefly.
 void collect_idle_agents();

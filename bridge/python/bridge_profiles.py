@@ -75,6 +75,30 @@ def configure(agent_root: str, hermes_home: str) -> dict[str, str]:
     return {"agent_root": str(root)}
 
 
+def agent_version(root: Any) -> str:
+    """The installed distribution's version, else the source tree's pyproject.toml."""
+    try:
+        import importlib.metadata as md
+        return md.version("hermes-agent")
+    except Exception:
+        pass
+    try:
+        with open(os.path.join(str(root), "pyproject.toml"), encoding="utf-8") as f:
+            found = re.search(r'(?m)^version\s*=\s*"([^"]+)"', f.read())
+        return found.group(1) if found else ""
+    except Exception:
+        return ""
+
+
+def environment(root: Any = None) -> dict[str, str]:
+    """What ping, health and status report about the interpreter hosting agents."""
+    import platform
+    if root is None:
+        root = PATHS.get("agent_root")
+    return {"python": sys.executable, "python_version": platform.python_version(),
+            "agent_version": agent_version(root)}
+
+
 def _base_home() -> Path:
     raw = os.environ.get("HERMES_AGENT_BRIDGE_BASE_HOME") or "~/.hermes"
     return _normalized_base(Path(raw).expanduser().resolve())

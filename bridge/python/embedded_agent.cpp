@@ -152,6 +152,16 @@ std::string python_runtime::start(const std::string& agent_root, const std::stri
   }
 }
 
+std::string python_runtime::environment_json() {
+  py::gil_scoped_acquire gil;
+  try {
+    py::object env = py::module_::import("bridge_profiles").attr("environment")();
+    return py::module_::import("json").attr("dumps")(env).cast<std::string>();
+  } catch (const py::error_already_set& e) {
+    throw to_wire_error(e);
+  }
+}
+
 void python_runtime::mark_unavailable(std::string reason) {
   unavailable_reason() = std::move(reason);
 }

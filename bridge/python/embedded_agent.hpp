@@ -27,6 +27,9 @@ public:
                            const std::vector<std::string>& site_dirs = {});
   // "3.11": the version linked into the daemon (no interpreter needed).
   static std::string version();
+  // {"python", "python_version", "agent_version"} of the started interpreter
+  // (bridge_profiles.environment), for ping, health and status.
+  static std::string environment_json();
   // Finalizing with agent threads alive can hang: the interpreter is never
   // finalized, the daemon exits without it.
   static void release_main_thread();

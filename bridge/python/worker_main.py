@@ -17,7 +17,6 @@ import argparse
 import itertools
 import json
 import os
-import platform
 import signal
 import socket
 import sys
@@ -29,6 +28,7 @@ from typing import Any, Callable
 import bridge_adapter as adapter
 import worker_frames as frames
 from bridge_json import clean_text
+from bridge_profiles import environment
 
 # How long a turn may take to stop once the daemon is gone, before the
 # process exits anyway (its threads are the agent's and may not listen).
@@ -338,22 +338,6 @@ def preimport(profile: str) -> None:
         pass  # create_session imports it again and reports what fails
 
 
-def agent_version(root: str | None) -> str:
-    """The installed distribution's version, else the source tree's pyproject.toml."""
-    try:
-        import importlib.metadata as md
-        return md.version("hermes-agent")
-    except Exception:
-        pass
-    try:
-        import re
-        with open(os.path.join(str(root), "pyproject.toml"), encoding="utf-8") as f:
-            found = re.search(r'(?m)^version\s*=\s*"([^"]+)"', f.read())
-        return found.group(1) if found else ""
-    except Exception:
-        return ""
-
-
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="hermes-bridge-worker")
     parser.add_argument("--fd", type=int, required=True)
@@ -370,8 +354,9 @@ def main(argv: list[str]) -> int:
         root = adapter.configure(args.agent_root, args.hermes_home)["agent_root"]
     except BaseException as exc:
         error = f"{type(exc).__name__}: {exc}"
-    conn.send("ready", pid=os.getpid(), python=sys.executable, python_version=platform.python_version(),
-              agent_root=str(root), agent_version=agent_version(root), error=clean_text(error))
+    env = environment(root)
+    conn.send("ready", pid=os.getpid(), python=env["python"], python_version=env["python_version"],
+              agent_root=str(root), agent_version=env["agent_version"], error=clean_text(error))
     worker = Worker(conn, error)
     if not error:
         threading.Thread(target=preimport, args=(args.profile,), daemon=True).start()

@@ -254,6 +254,36 @@ std::string worker_pool::health_json() const {
   return workers + "]";
 }
 
+std::string worker_pool::key_of(const slot& s) {
+  return s.index == 0 ? s.profile : s.profile + "#" + std::to_string(s.index);
+}
+
+studio_worker_maps worker_pool::studio_workers() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  protocol::object_writer running, details;
+  auto now = clock::now();
+  double epoch_now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  for (const auto& [profile, slots] : slots_) {
+    bool any = false;
+    for (const auto& s : slots) {
+      bool alive = s->proc && s->proc->alive();
+      any = any || alive;
+      bool in_use = s->sessions > 0 || (s->proc && s->proc->live_turns() > 0);
+      double last_used = in_use ? epoch_now : epoch_now - std::chrono::duration<double>(now - s->idle_since).count();
+      protocol::object_writer d;
+      d.boolean("running", alive);
+      if (alive)
+        d.integer("pid", s->proc->pid());
+      else
+        d.null("pid");
+      d.str("endpoint", "socketpair").str("profile", profile).number("last_used_at", last_used);
+      details.raw(key_of(*s), d.finish());
+    }
+    running.boolean(profile, any);
+  }
+  return {running.finish(), details.finish()};
+}
+
 void worker_pool::stop_all(std::chrono::milliseconds grace) {
   std::vector<std::shared_ptr<worker_process>> all;
   {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "bridge/agent_host.hpp"
+#include "bridge/agent_hosting.hpp"
 #include "bridge/worker/worker_process.hpp"
 
 #include <chrono>
@@ -54,9 +55,15 @@ public:
   void prestart(const std::string& profile);
   // {"host": "worker", "workers": [...]} for health.
   std::string health_json() const;
+  // ping's Studio-shaped maps (see agent_hosting.hpp): slot 0 of a profile
+  // is keyed by the profile's name, as Studio keys its one worker per
+  // profile; further slots by "<profile>#<slot>".
+  studio_worker_maps studio_workers() const;
   void stop_all(std::chrono::milliseconds grace);
 
   struct slot;
+  // A slot's name in ping and status: "<profile>" for slot 0, "<profile>#<n>".
+  static std::string key_of(const slot& s);
 
 private:
   std::shared_ptr<slot> pick(const std::string& profile);

@@ -1,5 +1,6 @@
 #include "bridge/worker/worker_session.hpp"
 
+#include "protocol/json_text.hpp"
 #include "protocol/wire_error.hpp"
 
 namespace hb::bridge::worker {
@@ -10,6 +11,14 @@ constexpr std::chrono::seconds quick_call{15};
 // Named operations may do real work (a model switch, an MCP probe).
 constexpr std::chrono::seconds long_call{300};
 } // namespace
+
+std::string worker_session::host_members() const {
+  std::string o = protocol::object_writer{}
+                    .str("worker_key", worker_pool::key_of(*slot_))
+                    .integer("worker_pid", proc_->pid())
+                    .finish();
+  return o.substr(1, o.size() - 2);
+}
 
 worker_session::worker_session(std::shared_ptr<worker_pool> pool, std::shared_ptr<worker_pool::slot> slot,
                                std::shared_ptr<worker_process> proc, uint64_t handle, std::string session_id)

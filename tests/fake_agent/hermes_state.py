@@ -7,6 +7,8 @@ like it does for the real agent.
 """
 
 import json
+import os
+import re
 import sqlite3
 import threading
 import time
@@ -29,6 +31,10 @@ CREATE TABLE IF NOT EXISTS messages (
     tool_name TEXT, timestamp REAL, finish_reason TEXT, reasoning TEXT,
     active INTEGER DEFAULT 1
 );
+CREATE TABLE IF NOT EXISTS session_turn_leases (
+    conversation_id TEXT PRIMARY KEY, holder TEXT NOT NULL,
+    acquired_at REAL NOT NULL, expires_at REAL NOT NULL
+);
 """
 
 
@@ -42,6 +48,21 @@ def _decode_content(content):
     if isinstance(content, str) and content.startswith(_JSON_PREFIX):
         return json.loads(content[len(_JSON_PREFIX):])
     return content
+
+
+def _holder_is_dead(holder):
+    """Like hermes-agent 0.20: only a `pid=N` holder whose process is gone
+    (never this process's own) may be reclaimed before its lease expires."""
+    match = re.search(r"pid=(\d+)", holder or "")
+    if not match or int(match.group(1)) in (0, os.getpid()):
+        return False
+    try:
+        os.kill(int(match.group(1)), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
 
 
 class SessionDB:
@@ -133,6 +154,76 @@ class SessionDB:
         self._write(lambda conn: conn.execute(
             "UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ? AND ended_at IS NULL",
             (time.time(), end_reason, session_id)))
+
+    # -- session turn leases (hermes-agent 0.20+) ------------------------------
+
+    def _lease_key(self, conn, session_id):
+        """Compression children share their lineage root's lease."""
+        current, seen = session_id, {session_id}
+        while True:
+            row = conn.execute("SELECT parent_session_id, end_reason FROM sessions WHERE id = ?",
+                               (current,)).fetchone()
+            parent = row["parent_session_id"] if row else None
+            if not parent or parent in seen:
+                return current
+            up = conn.execute("SELECT end_reason FROM sessions WHERE id = ?", (parent,)).fetchone()
+            if not up or up["end_reason"] != "compression":
+                return current
+            seen.add(parent)
+            current = parent
+
+    def try_acquire_session_turn_lease(self, session_id, holder, *, ttl_seconds=300.0, patience_s=None):
+        if not session_id or not holder:
+            return False
+        now = time.time()
+
+        def op(conn):
+            key = self._lease_key(conn, session_id)
+            row = conn.execute("SELECT holder, expires_at FROM session_turn_leases"
+                               " WHERE conversation_id = ?", (key,)).fetchone()
+            if row is not None and (row["expires_at"] <= now or _holder_is_dead(row["holder"])):
+                conn.execute("DELETE FROM session_turn_leases WHERE conversation_id = ? AND holder = ?",
+                             (key, row["holder"]))
+            conn.execute("INSERT OR IGNORE INTO session_turn_leases VALUES (?, ?, ?, ?)",
+                         (key, holder, now, now + max(0.1, float(ttl_seconds))))
+            owner = conn.execute("SELECT holder FROM session_turn_leases WHERE conversation_id = ?",
+                                 (key,)).fetchone()
+            return owner is not None and owner["holder"] == holder
+        return bool(self._write(op))
+
+    def acquire_session_turn_lease(self, session_id, holder, *, ttl_seconds=300.0, wait_seconds=1800.0,
+                                   poll_interval_seconds=1.0, on_wait=None,
+                                   wait_notice_interval_seconds=15.0, should_abort=None,
+                                   acquire_patience_s=0.5):
+        """Polls without holding a lock; on_wait(elapsed) at the first miss and
+        then every wait_notice_interval_seconds; should_abort() ends the wait."""
+        deadline = time.monotonic() + max(0.0, float(wait_seconds))
+        started = last_notice = None
+        while True:
+            if should_abort is not None and should_abort():
+                return False
+            if self.try_acquire_session_turn_lease(session_id, holder, ttl_seconds=ttl_seconds):
+                return True
+            now = time.monotonic()
+            if now >= deadline:
+                return False
+            started = now if started is None else started
+            if on_wait is not None and (last_notice is None or now - last_notice >= wait_notice_interval_seconds):
+                try:
+                    on_wait(max(0.0, now - started))
+                except Exception:
+                    pass
+                last_notice = now
+            time.sleep(min(max(0.01, float(poll_interval_seconds)), deadline - now))
+
+    def release_session_turn_lease(self, session_id, holder):
+        if not session_id or not holder:
+            return
+
+        def op(conn):
+            conn.execute("DELETE FROM session_turn_leases WHERE conversation_id = ? AND holder = ?",
+                         (self._lease_key(conn, session_id), holder))
+        self._write(op)
 
     def get_messages(self, session_id, include_inactive=False, **kw) -> list:
         sql = "SELECT * FROM messages WHERE session_id = ?"

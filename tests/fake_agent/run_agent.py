@@ -5,6 +5,7 @@ callback shapes, interrupt/steer semantics and result keys follow the real
 agent (docs: /work/shared/reference/hermes-agent.md).
 """
 
+import contextlib
 import functools
 import inspect
 import os
@@ -152,12 +153,20 @@ class AIAgent:
                      history_len=len(conversation_history or []),
                      HERMES_EXEC_ASK=os.environ.get("HERMES_EXEC_ASK"),
                      HERMES_HOME=os.environ.get("HERMES_HOME"))
+        lease = self._acquire_turn_lease(conversation_history)
+        if isinstance(lease, dict):
+            return lease  # the wait for another process's lease ended the turn
+        if lease is not None:
+            conversation_history = lease[1]
         turn = Turn(self, user_message, system_message, conversation_history, stream_callback,
                     persist_user_message, task_id)
         try:
             interrupted = turn.run()
         finally:
             self._flush_to_db(turn)  # every exit path persists, exceptions included
+            if lease is not None:
+                with contextlib.suppress(Exception):
+                    self.session_db.release_session_turn_lease(self.session_id, lease[0])
         result = turn.result(interrupted)
         # Like the real finalizer: hand back an undrained steer, then clear the
         # interrupt state this turn consumed (internally, not via clear_interrupt).
@@ -173,6 +182,56 @@ class AIAgent:
         eventlog.log("run_end", thread=threading.current_thread().name, interrupted=interrupted,
                      api_calls=turn.api_calls)
         return result
+
+    def _acquire_turn_lease(self, history):
+        """hermes-agent 0.20's cross-process turn lease: a session that
+        state.db already holds is served by one process at a time. Returns
+        None (no lease needed), (holder, history) once held (history reloaded
+        from state.db after a wait, as the real one does), or the turn's
+        result when the wait ended it (interrupt, or FAKE_AGENT_LEASE_WAIT_S,
+        default 1800, passed)."""
+        db = self.session_db
+        if db is None or not self.session_id or not callable(getattr(db, "acquire_session_turn_lease", None)):
+            return None
+        if db.get_session(self.session_id) is None:
+            return None  # a new session has nothing to race over
+        holder = f"pid={os.getpid()}:turn={uuid.uuid4().hex[:12]}:platform={self.platform or 'unknown'}"
+        waited = False
+
+        def on_wait(elapsed):
+            nonlocal waited
+            waited = True
+            if elapsed < 1.0:
+                self._emit("status_callback", "lifecycle", "\u23f3 Another Hermes process is using this session; "
+                           "waiting for it to finish before starting your turn...")
+            else:
+                self._emit("status_callback", "lifecycle", "\u23f3 Still waiting for the other Hermes process on "
+                           f"this session ({int(elapsed)}s)...")
+
+        if db.acquire_session_turn_lease(self.session_id, holder, wait_seconds=float(
+                os.environ.get("FAKE_AGENT_LEASE_WAIT_S", "1800")), poll_interval_seconds=0.2,
+                on_wait=on_wait, wait_notice_interval_seconds=float(
+                    os.environ.get("FAKE_AGENT_LEASE_NOTICE_S", "15")),
+                should_abort=lambda: self._interrupt_requested):
+            if waited:
+                self._emit("status_callback", "lifecycle", "Session is free; loading the latest transcript...")
+                history = db.get_messages_as_conversation(self.session_id)
+            return holder, history
+        eventlog.log("lease_wait_end", interrupted=self._interrupt_requested)
+        if self._interrupt_requested:
+            result = {"final_response": "Stopped waiting for another Hermes process on this session. "
+                                        "Your message was not processed.",
+                      "messages": list(history or []), "api_calls": 0, "completed": False,
+                      "interrupted": True}
+            if self._interrupt_message:
+                result["interrupt_message"] = self._interrupt_message
+            self.clear_interrupt()
+            return result
+        message = ("\u23f3 Another Hermes process kept this session busy too long. Your message was not "
+                   "processed - wait for the other process to finish, then send it again.")
+        self._emit("status_callback", "warn", message)
+        return {"final_response": message, "messages": list(history or []), "api_calls": 0,
+                "completed": False, "failed": True, "error": f"session_turn_lease_timeout:{self.session_id}"}
 
     def _flush_to_db(self, turn) -> None:
         db = self.session_db

@@ -17,6 +17,7 @@ message is a tool result, see `after a tool`):
 | `slow N`           | streams `tick0 ` ... `tick<N-1> ` one per second, then `done`  |
 | `tool CMD` / `danger CMD` | one `terminal` tool call with `{"command": CMD}`        |
 | `tools N CMD`      | N terminal calls in a row (one per model call), then the text  |
+| `clarify Q`        | one `clarify` tool call asking Q; `Q / A,B` offers choices A, B |
 | anything else      | `echo: <message>`                                              |
 | after a tool       | `ran <cmd>: <tool output>` (the output includes whatever hermes appended to it, such as a /steer) |
 
@@ -85,6 +86,12 @@ class Script:
             self.pieces = [(0, f"ran {cmd}: {text_of(last).strip()}")]
         elif word in ("tool", "danger") and rest:
             self.call = counter.call(rest)
+        elif word == "clarify" and rest:
+            question, _, choices = rest.partition(" / ")
+            args = {"question": question.strip()}
+            if choices:
+                args["choices"] = [c.strip() for c in choices.split(",")]
+            self.call = counter.call(args, tool="clarify")
         elif word == "slow" and rest.strip().isdigit():
             self.pieces = [(0 if i == 0 else 1.0, f"tick{i} ") for i in range(int(rest))] + [(1.0, "done")]
         else:
@@ -99,12 +106,14 @@ class Counter:
         self.lock = threading.Lock()
         self.n = 0
 
-    def call(self, cmd: str) -> dict:
+    def call(self, args, tool: str = "terminal") -> dict:
+        """A tool call: a terminal command (a string) or the tool's arguments."""
         with self.lock:
             self.n += 1
             n = self.n
+        arguments = {"command": args} if isinstance(args, str) else args
         return {"id": f"call_{n}", "type": "function",
-                "function": {"name": "terminal", "arguments": json.dumps({"command": cmd})}}
+                "function": {"name": tool, "arguments": json.dumps(arguments)}}
 
 
 class Handler(BaseHTTPRequestHandler):

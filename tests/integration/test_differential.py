@@ -501,7 +501,9 @@ class DifferentialTest(unittest.TestCase):
                     status = ours.request({"action": action, "session_id": "st"})
                     self.assertEqual(list(status), ["ok", "session_id", "exists", "running", "current_run_id",
                                                     "created_at", "last_used_at", "message_count", "config",
-                                                    *loaded])
+                                                    "agent", *loaded])
+                    agent = status.pop("agent")  # where the agent runs (issue 14)
+                    self.assertEqual((agent["loaded"], agent["python"] is not None), (True, True))
                     self.assertEqual(status, {"ok": True, "exists": True, **listed, **loaded})
             run = ours.chat("st", "script:sleep 300")
             status = ours.request({"action": "status", "session_id": "st"})

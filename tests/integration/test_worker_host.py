@@ -92,9 +92,15 @@ class WorkerHostTest(unittest.TestCase):
             self.assertRegex(agent["python_version"], r"^3\.\d+")
             done = b.chat("s", "hello venv", wait=True)
             self.assertEqual((done["status"], done["output"]), ("complete", "echo: hello venv"), done)
-            self.assertTrue(b.request({"action": "ping"})["agent_root"].endswith("/agent"))
+            ping = b.request({"action": "ping"})
+            self.assertTrue(ping["agent_root"].endswith("/agent"))
             (w,) = workers(b)
             self.assertEqual(w["python"], str(b.root / "venv" / "bin" / "python3"))
+            # ping and status name the interpreter, its version and the agent's
+            # (the fake agent has no pyproject.toml: no version to report)
+            for where in (ping["agent"], b.request({"action": "status", "session_id": "s"})["agent"]):
+                self.assertEqual((where["host"], where["python"], where["python_version"], where["agent_version"]),
+                                 ("worker", w["python"], w["python_version"], None))
 
     def test_no_interpreter_is_an_error_at_chat_and_in_health_and_the_daemon_serves(self):
         with Bridge(args=WORKER + ["--agent-python", "/nonexistent/python3"]) as b:
@@ -246,9 +252,23 @@ class WorkerHostTest(unittest.TestCase):
 
     def test_several_workers_per_profile_share_its_sessions(self):
         with Bridge(args=WORKER + ["--workers-per-profile", "2"]) as b:
-            pids = {b.chat(s, "script:pid", wait=True)["output"] for s in ("one", "two")}
-            self.assertEqual(len(pids), 2, pids)
+            pids = {s: b.chat(s, "script:pid", wait=True)["output"] for s in ("one", "two")}
+            self.assertEqual(len(set(pids.values())), 2, pids)
             self.assertEqual(len([w for w in workers(b) if w["alive"]]), 2)
+            # ping reports them as Hermes Studio's broker does, keyed per worker;
+            # status says which one hosts a session
+            ping = b.request({"action": "ping"})
+            self.assertEqual(ping["workers"], {"default": True})
+            details = ping["worker_details"]
+            self.assertEqual(sorted(details), ["default", "default#1"])
+            by_pid = {f"pid={d['pid']} ": key for key, d in details.items()}
+            for key, d in details.items():
+                self.assertEqual((d["running"], d["profile"], d["endpoint"]), (True, "default", "socketpair"))
+                self.assertLessEqual(abs(d["last_used_at"] - time.time()), 60)
+            for session, pid in pids.items():
+                agent = b.request({"action": "status", "session_id": session})["agent"]
+                self.assertEqual((agent["worker_key"], f"pid={agent['worker_pid']} ", agent["loaded"]),
+                                 (by_pid[pid], pid, True))
 
     def test_an_idle_worker_exits_and_comes_back_on_demand(self):
         with Bridge(args=WORKER + ["--worker-idle-timeout", "1"]) as b:

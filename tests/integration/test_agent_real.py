@@ -1,0 +1,188 @@
+"""The real hermes-agent (not our fake) through the daemon, on the worker host
+and the embedded one, against tests/fake_openai.
+
+Runs when HERMES_REAL_AGENT_ROOT names a hermes-agent checkout (assembled by
+../shared/tools/real-agent-env.sh: 0.18.2 at /tmp/real-agent/root, 0.20.3 at
+/tmp/real-agent-new/root); HERMES_REAL_AGENT_DEPS adds the packages Debian
+lacks, HERMES_REAL_AGENT_PYTHON picks the interpreter (/usr/bin/python3; empty:
+the daemon finds it, e.g. the installer layout's venv):
+
+    HERMES_REAL_AGENT_ROOT=/tmp/real-agent-new/root HERMES_REAL_AGENT_DEPS=/tmp/real-agent/deps \\
+        HERMES_BRIDGE_BIN=build/hermes-bridge python3 -m unittest -v test_agent_real
+
+CI has no real agent: the module is skipped there (and CTest says so).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+import subprocess
+import tempfile
+import time
+import unittest
+from pathlib import Path
+
+from harness import REPO, Bridge
+
+ROOT = os.environ.get("HERMES_REAL_AGENT_ROOT", "")
+DEPS = os.environ.get("HERMES_REAL_AGENT_DEPS", "")
+PYTHON = os.environ.get("HERMES_REAL_AGENT_PYTHON", "/usr/bin/python3")
+MODEL_SERVER = REPO / "tests" / "fake_openai" / "server.py"
+
+
+def version_of(root: str) -> str:
+    text = (Path(root) / "pyproject.toml").read_text(encoding="utf-8")
+    found = re.search(r'(?m)^version\s*=\s*"([^"]+)"', text)
+    return found.group(1) if found else ""
+
+
+class RealAgentBridge(Bridge):
+    def __init__(self, host: str, port: int, **kw) -> None:
+        config = {"model": {"default": "fake-model", "provider": "custom",
+                            "base_url": f"http://127.0.0.1:{port}/v1", "context_length": 131072},
+                  "approvals": {"mode": "manual", "timeout": 60},
+                  "security": {"tirith_enabled": False}}
+        env = {"PYTHONPATH": DEPS} if DEPS else {}
+        super().__init__(config=config, env=env,
+                         args=["--agent-host", host] + (["--agent-python", PYTHON] if PYTHON else []), **kw)
+
+    def command(self) -> list[str]:
+        cmd = super().command()
+        cmd[cmd.index("--agent-root") + 1] = ROOT
+        return cmd
+
+
+@unittest.skipUnless(ROOT, "HERMES_REAL_AGENT_ROOT is not set: the real hermes-agent is not tried "
+                           "(see ../shared/tools/real-agent-env.sh)")
+class RealAgentBase:
+    host = "worker"
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        if not (Path(ROOT) / "run_agent.py").exists():
+            raise unittest.SkipTest(f"no run_agent.py in HERMES_REAL_AGENT_ROOT={ROOT}")
+        cls.tmp = Path(tempfile.mkdtemp(prefix="hb-real-agent-"))
+        cls.model = subprocess.Popen(["/usr/bin/python3", str(MODEL_SERVER), "--log", str(cls.tmp / "model.log")],
+                                     stdout=subprocess.PIPE, text=True)
+        port = json.loads(cls.model.stdout.readline())["port"]
+        cls.bridge = RealAgentBridge(cls.host, port).start(timeout=60)
+        cls.version = version_of(ROOT)
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls.bridge.stop()
+        cls.model.terminate()
+        cls.model.wait(10)
+
+    def turn(self, session: str, message: str, **fields) -> dict:
+        done = self.bridge.chat(session, message, wait=True, timeout=120, **fields)
+        self.assertTrue(done.get("ok"), done)
+        return done
+
+    def wait_event(self, run_id: str, name: str, timeout: float = 60) -> dict:
+        return self.bridge.wait_event(run_id, name, timeout=timeout)
+
+    # -- the tests --------------------------------------------------------------------
+
+    def test_01_versions_are_reported(self) -> None:
+        b = self.bridge
+        self.turn("versions", "hello")
+        ping = b.request({"action": "ping"})["agent"]
+        self.assertEqual((ping["host"], ping["agent_version"]), (self.host, self.version))
+        self.assertRegex(ping["python_version"], r"^3\.\d+\.\d+")
+        status = b.request({"action": "status", "session_id": "versions"})["agent"]
+        self.assertEqual((status["agent_version"], status["loaded"]), (self.version, True))
+        health = b.request({"action": "health"})["agent"]
+        self.assertEqual(health["agent_version"], self.version)
+
+    def test_02_plain_turn_streams(self) -> None:
+        done = self.turn("plain", "hello there")
+        self.assertEqual((done["status"], done["output"]), ("complete", "echo: hello there"))
+        again = self.turn("plain", "second", conversation_history=self.bridge.request(
+            {"action": "get_history", "session_id": "plain"})["history"])
+        self.assertEqual(again["output"], "echo: second")
+        history = self.bridge.request({"action": "get_history", "session_id": "plain"})["history"]
+        self.assertEqual([m["content"] for m in history if m["role"] == "user"], ["hello there", "second"])
+
+    def test_03_dangerous_command_asks_and_deny_blocks_it(self) -> None:
+        b = self.bridge
+        marker = self.tmp / "must-survive"
+        marker.mkdir()
+        run = b.chat("danger", f"danger rm -rf {marker}")["run_id"]
+        asked = self.wait_event(run, "approval.requested")
+        self.assertIn("rm -rf", asked["command"])
+        answer = b.request({"action": "approval_respond", "session_id": "danger", "choice": "deny",
+                            "approval_id": asked["approval_id"]})
+        self.assertTrue(answer.get("ok"), answer)
+        done = b.wait_done(run, timeout=120)
+        self.assertEqual(done["status"], "complete", done)
+        self.assertTrue(marker.exists())
+        resolved = [e for e in done["seen_events"] if e.get("event") == "approval.resolved"]
+        self.assertEqual([e.get("choice") for e in resolved], ["deny"], done["seen_events"])
+
+    def test_04_clarify_reaches_the_client_and_back(self) -> None:
+        b = self.bridge
+        run = b.chat("clarify", "clarify Which colour? / red,blue")["run_id"]
+        asked = self.wait_event(run, "clarify.requested")
+        self.assertEqual(asked["question"], "Which colour?")
+        self.assertEqual([c.split(" (")[0] for c in asked["choices"]], ["red", "blue"])  # 0.20 marks one "(Recommended)"
+        answer = b.request({"action": "clarify_respond", "clarify_id": asked["clarify_id"], "response": "blue"})
+        self.assertEqual(answer.get("resolved"), True, answer)
+        done = b.wait_done(run, timeout=120)
+        self.assertEqual(done["status"], "complete", done)
+        self.assertIn("blue", done["seen_text"])
+
+    def test_05_interrupt_stops_the_turn(self) -> None:
+        b = self.bridge
+        run = b.chat("slow", "slow 30")["run_id"]
+        deadline = time.monotonic() + 60
+        while "tick1" not in b.request({"action": "get_output", "run_id": run})["output"]:
+            self.assertLess(time.monotonic(), deadline, "no streamed text")
+            time.sleep(0.1)
+        stopped = b.request({"action": "interrupt", "session_id": "slow"}, timeout=60)
+        self.assertEqual((stopped["status"], stopped["synced"]), ("interrupted", True), stopped)
+        done = b.wait_done(run)
+        self.assertEqual(done["status"], "interrupted")
+        self.assertNotIn("done", done["seen_text"])
+
+    def test_06_turn_lease_wait_is_shown_and_interruptible(self) -> None:
+        if not hasattr(self, "version") or tuple(int(x) for x in self.version.split(".")[:2]) < (0, 20):
+            self.skipTest(f"hermes-agent {self.version} has no session turn leases (0.20+)")
+        b = self.bridge
+        self.turn("leased", "first")
+        other = subprocess.Popen(["sleep", "600"])
+        try:
+            with sqlite3.connect(b.home / "state.db") as conn:
+                now = time.time()
+                conn.execute("INSERT OR REPLACE INTO session_turn_leases VALUES (?, ?, ?, ?)",
+                             ("leased", f"pid={other.pid}:turn=t:platform=cli", now, now + 600))
+            run = b.chat("leased", "second")["run_id"]
+            waiting = self.wait_event(run, "status")
+            self.assertIn("Another Hermes process", waiting["text"])
+            stopped = b.request({"action": "interrupt", "session_id": "leased"}, timeout=60)
+            self.assertEqual((stopped["status"], stopped["synced"]), ("interrupted", True), stopped)
+            done = b.wait_done(run)
+            self.assertEqual(done["status"], "interrupted")
+            self.assertIn("Stopped waiting", done["result"]["final_response"])
+        finally:
+            other.kill()
+            other.wait()
+        # The other process is gone: its lease is reclaimed.
+        self.assertEqual(self.turn("leased", "third")["output"], "echo: third")
+
+
+class RealAgentOnWorker(RealAgentBase, unittest.TestCase):
+    host = "worker"
+
+
+class RealAgentEmbedded(RealAgentBase, unittest.TestCase):
+    host = "embedded"
+
+
+del RealAgentBase  # not a test case of its own
+
+if __name__ == "__main__":
+    unittest.main()
