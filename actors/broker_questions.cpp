@@ -119,7 +119,7 @@ caf::response_promise open_question(broker_actor* self, question::kind what,
                         : what == question::kind::clarify   ? std::pair{"clarify.requested", "clarify_id"}
                                                             : std::pair{"approval.requested", "approval_id"};
   emit(self, run_id, question_event(name, id_key, id, request_json));
-  self->state.questions.add(question{what, id, run_id, session_id, rp});
+  self->state.questions.add(question{what, id, run_id, session_id, rp, {}, {}});
   self->delayed_send(self, std::chrono::milliseconds(timeout_ms), deadline_atom::value, id);
   return rp;
 }
@@ -213,9 +213,8 @@ void open_gateway_question(broker_actor* self, const std::string& run_id,
     event.erase(key);
     return value;
   };
-  question q{question::kind::gateway_approval, id, run_id, session_id, {}};
-  q.agent_request_id = take("agent_request_id");
-  q.bridge_token = take("bridge_token");
+  question q{question::kind::gateway_approval, id, run_id, session_id, {}, take("agent_request_id"),
+             take("bridge_token")};
   emit(self, run_id, event);
   self->state.questions.add(std::move(q));
   // hermes-agent gives up at timeout_ms by itself; the log says so then.

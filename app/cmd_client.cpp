@@ -115,6 +115,15 @@ int chat(const client_flags& f) {
     req["harness"] = f.harness;
   if (!f.workspace.empty())
     req["workspace"] = f.workspace;
+  // hermes-agent starts a turn given no history from an empty conversation:
+  // like Hermes Studio, the client sends the session's conversation so far
+  // (a native session's TUI keeps its own).
+  if (!f.session.empty() && f.harness != "native") {
+    json status = request(f, endpoint, json{{"action", "status"}, {"session_id", f.session}});
+    if (status.value("exists", false) && !status.contains("native") && status.value("message_count", 0) > 0)
+      req["conversation_history"] =
+        request(f, endpoint, json{{"action", "get_history"}, {"session_id", f.session}}).value("history", json::array());
+  }
   json started = request(f, endpoint, req);
   std::string run_id = started.value("run_id", ""), session_id = started.value("session_id", "");
   std::fprintf(stderr, "[session %s, run %s]\n", session_id.c_str(), run_id.c_str());

@@ -30,6 +30,9 @@ EXTRA_EVENTS = {"stream.delta", "turn.boundary", "step",  # ours only (differenc
 STUDIO_PING_KEYS = ("mode", "broker", "workers", "worker_details", "active_sessions", "running_sessions",
                     "sessions_by_profile", "running_sessions_by_profile")
 STUDIO_LIST_KEYS = ("profile", "worker_key")
+# Ours alone: where the agent runs, its interpreter and versions (issue 14),
+# in ping and status; dropped before comparing with either reference.
+OUR_PING_KEYS = ("agent",)
 SEED_TERMINAL_TIMEOUT_MS, STUDIO_TERMINAL_TIMEOUT_MS = 60_000, 120_000
 TIME_KEYS = {"time", "started_at", "ended_at", "created_at", "last_used_at"}
 ID_KEYS = {"run_id", "current_run_id", "approval_id", "request_id", "session_id", "requested_session_id",
@@ -158,6 +161,8 @@ def studio_view(obj: Any, kind: str) -> Any:
         out.pop("error_type", None)
     if out.get("pong") is True:
         out.pop("agent_root", None)
+        for key in OUR_PING_KEYS:
+            out.pop(key, None)
     if kind == "studio" and isinstance(out.get("config"), dict):
         for key in STUDIO_CONFIG_ONLY:
             out["config"].pop(key, None)
@@ -167,7 +172,7 @@ def studio_view(obj: Any, kind: str) -> Any:
         for key in PROCESS_KEYS:
             if key in out:
                 out[key] = "<process>"
-        for key in ("broker", "workers", "worker_details"):  # ours has no worker processes (yet)
+        for key in ("broker", "workers", "worker_details"):  # which processes, and their pids
             if key in out:
                 out[key] = "<process>"
     return out
@@ -182,7 +187,7 @@ def without_studio_fields(obj: Any) -> Any:
     out = {k: without_studio_fields(v) for k, v in obj.items()}
     drop: tuple = ()
     if out.get("pong") is True:
-        drop = STUDIO_PING_KEYS
+        drop = STUDIO_PING_KEYS + OUR_PING_KEYS
     elif "session_id" in out and "config" in out and "exists" not in out:
         drop = STUDIO_LIST_KEYS  # a list entry
     elif out.get("event") == "approval.requested":

@@ -4,6 +4,7 @@ over a unix socket and over TCP."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 import unittest
@@ -164,7 +165,10 @@ class ActionsOverIpc(unittest.TestCase):
         self.assertEqual([m["role"] for m in history["history"]], ["user", "assistant"])
         status = self.req(action="status", session_id="lifecycle")
         self.assertEqual(list(status), ["ok", "session_id", "exists", "running", "current_run_id",
-                                        "created_at", "last_used_at", "message_count", "config"])
+                                        "created_at", "last_used_at", "message_count", "config", "agent"])
+        host = os.environ.get("HB_TEST_AGENT_HOST", "worker")
+        self.assertEqual((status["agent"]["host"], status["agent"]["loaded"]), (host, True))
+        self.assertEqual("worker_pid" in status["agent"], host == "worker")
         self.assertEqual((status["exists"], status["running"], status["current_run_id"]), (True, False, None))
         self.assertEqual(status["message_count"], 2)
         self.assertEqual(status["config"], {

@@ -49,6 +49,17 @@ class Chat(unittest.TestCase):
             denied = client(b, "chat", "--session", "cli", "--approve", "deny", "script:approve-gw rm -rf /")
             self.assertIn("choice=deny", denied.stdout)
 
+    def test_a_session_continues_its_conversation(self):
+        # hermes-agent remembers nothing between turns by itself: the client
+        # sends the conversation, as Hermes Studio does.
+        with Bridge() as b:
+            self.assertEqual(client(b, "chat", "--session", "talk", "first").returncode, 0)
+            second = client(b, "chat", "--session", "talk", "script:history")
+            self.assertEqual(second.returncode, 0, second.stderr)
+            self.assertIn("history=2", second.stdout)
+            history = b.request({"action": "get_history", "session_id": "talk"})["history"]
+            self.assertEqual([m["content"] for m in history if m["role"] == "user"], ["first", "script:history"])
+
     def test_message_from_stdin(self):
         with Bridge() as b:
             out = client(b, "chat", stdin="from a pipe\n")
