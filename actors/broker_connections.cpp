@@ -2,6 +2,7 @@
 // keepalive connections, a client's EOF, read deadlines, idle keepalive
 // connections, and the write limits of ordinary and streaming connections.
 #include "actors/broker_state.hpp"
+#include "actors/errors.hpp"
 
 #include "actors/daemon_log.hpp"
 #include "protocol/request.hpp"
@@ -364,7 +365,7 @@ void respond_error(broker_actor* self, const reply_to& to, const protocol::wire_
 }
 
 void respond_failure(broker_actor* self, const reply_to& to, const caf::error& err) {
-  respond(self, to, error_line("RuntimeError", "hermes-bridge internal error: " + caf::to_string(err)));
+  respond(self, to, actors::error_line(err));
 }
 
 void cut_off(broker_actor* self, const watcher& w, const std::string& why) {

@@ -3,6 +3,7 @@
 #include "actors/blocking_call.hpp"
 #include "actors/chat_request.hpp"
 #include "actors/daemon_log.hpp"
+#include "actors/errors.hpp"
 #include "actors/responses.hpp"
 #include "actors/run.hpp"
 #include "actors/studio_messages.hpp"
@@ -27,8 +28,6 @@ using protocol::error_line;
 using protocol::json;
 using protocol::object_writer;
 using agent_ptr = std::shared_ptr<bridge::agent_host>;
-// (ok, payload or error type, error message): how blocking calls report.
-using call_outcome = std::tuple<bool, std::string, std::string>;
 
 namespace {
 
@@ -106,7 +105,8 @@ void persist(session_actor* self) {
 
 // Switches the live agent's model in place; `done` hears whether it worked
 // (false: the error type and message).
-using switch_done = std::function<void(session_actor*, bool ok, const std::string& type, const std::string& message)>;
+// `why` is empty when the switch worked.
+using switch_done = std::function<void(session_actor*, const caf::error& why)>;
 void apply_switch(session_actor* self, switch_model want, bool announce, switch_done done);
 
 // `close` also ends what the agent runs outside the daemon (a native
@@ -242,51 +242,49 @@ void build_agent(session_actor* self, agent_recipe recipe, caf::response_promise
   // goes whether or not the new one can be built, and before it is built (a
   // native TUI's tmux socket is reused by its replacement).
   auto old = std::move(self->state.agent);
+  auto fail = [=](const caf::error& why) mutable {
+    auto& st = self->state;
+    st.busy = false;
+    if (!resume)
+      st.created = false; // a dormant session stays listed and resumable
+    if (auto agent = std::move(*built))
+      blocking_detach(self, [agent]() mutable {
+        agent->close();
+        agent.reset();
+      });
+    rp.deliver(error_line(why), st.created);
+    if (st.destroyed)
+      finish_destroy(self);
+  };
   blocking_call(self,
-                [=]() mutable -> call_outcome {
+                [=]() mutable -> expected<std::string> {
                   if (old) {
                     old->close();
                     old.reset();
                   }
-                  std::string config;
-                  try {
+                  return catch_wire([&] {
+                    std::string config;
                     if (recipe.harness == "native")
                       *built = bridge::native_session::create(id, recipe.workspace, *native, config);
                     else
                       *built = bridge::create_agent(id, recipe.profile, recipe.model, recipe.provider, config);
-                    return {true, config, ""};
-                  } catch (const protocol::wire_error& e) {
-                    return {false, e.type, e.what()};
-                  }
+                    return config;
+                  });
                 })
     .then(
-      [=](bool ok, std::string& config_or_type, std::string& message) mutable {
+      [=](std::string& config) mutable {
         auto& st = self->state;
-        if (!ok || st.destroyed) {
-          st.busy = false;
-          if (!resume)
-            st.created = false; // a dormant session stays listed and resumable
-          if (auto agent = std::move(*built))
-            blocking_detach(self, [agent]() mutable {
-              agent->close();
-              agent.reset();
-            });
-          rp.deliver(ok ? error_line("RuntimeError", "session " + id + " was destroyed")
-                        : error_line(config_or_type, message),
-                     st.created);
-          if (st.destroyed)
-            finish_destroy(self);
-          return;
-        }
+        if (st.destroyed)
+          return fail(make_error(errc::failed, "session " + id + " was destroyed"));
         st.agent = std::move(*built);
         st.created = true;
         st.dormant = false;
         st.last_used_at = now_seconds();
         if (resume) {
-          adopt_config(st, resumed_config(config_or_type, st.message_count));
+          adopt_config(st, resumed_config(config, st.message_count));
         } else {
           st.created_at = st.last_used_at;
-          adopt_config(st, config_or_type);
+          adopt_config(st, config);
           st.history = "[]";
           st.history_loaded = true;
           st.message_count = 0;
@@ -299,9 +297,9 @@ void build_agent(session_actor* self, agent_recipe recipe, caf::response_promise
         then(self, resume, rp);
       },
       [=](caf::error& err) mutable {
-        self->state.busy = false;
-        rp.deliver(error_line("RuntimeError", "agent construction failed: " + caf::to_string(err)),
-                   self->state.created);
+        fail(err.category() == error_category
+               ? err
+               : make_error(errc::failed, "agent construction failed: " + caf::to_string(err)));
       });
 }
 
@@ -389,9 +387,8 @@ void on_chat(session_actor* self, const std::string& request, caf::response_prom
       (profile.empty() || profile == st.profile)) {
     switch_model want{model.empty() ? st.model : model, provider.empty() ? st.provider : provider};
     return apply_switch(self, std::move(want), false,
-                        [recipe, plan, rp, then](session_actor* self, bool ok, const std::string&,
-                                                 const std::string&) mutable {
-                          if (ok)
+                        [recipe, plan, rp, then](session_actor* self, const caf::error& why) mutable {
+                          if (!why)
                             start_run(self, plan, rp);
                           else
                             build_agent(self, recipe, rp, then);
@@ -426,7 +423,7 @@ void on_closing(session_actor* self, const std::string& run_id, bool has_history
   st.syncing.clear();
   if (auto want = std::move(st.pending_switch); want && st.agent) {
     st.pending_switch.reset();
-    apply_switch(self, std::move(*want), true, [](session_actor*, bool, const std::string&, const std::string&) {});
+    apply_switch(self, std::move(*want), true, [](session_actor*, const caf::error&) {});
   }
 }
 
@@ -437,38 +434,22 @@ template <class Op, class OnDone>
 void with_agent(session_actor* self, caf::response_promise rp, Op op, OnDone on_done) {
   auto& st = self->state;
   if (!st.created || !st.agent) {
-    rp.deliver(error_line(protocol::key_error("unknown session: " + st.id)));
+    rp.deliver(make_error(errc::not_found, "unknown session: " + st.id));
     return;
   }
   auto agent = st.agent;
-  blocking_call(self,
-                [agent, op]() -> call_outcome {
-                  try {
-                    return {true, op(*agent), ""};
-                  } catch (const protocol::wire_error& e) {
-                    return {false, e.type, e.what()};
-                  }
-                })
-    .then(
-      [=](bool ok, std::string& payload, std::string& message) mutable {
-        if (!ok)
-          return rp.deliver(error_line(payload, message));
-        on_done(payload, rp);
-      },
-      [=](caf::error& err) mutable { rp.deliver(error_line("RuntimeError", caf::to_string(err))); });
+  blocking_call(self, [agent, op]() -> expected<std::string> { return catch_wire([&] { return op(*agent); }); })
+    .then([=](std::string& payload) mutable { on_done(payload, rp); },
+          [=](caf::error& err) mutable { rp.deliver(std::move(err)); }); // the broker encodes it
 }
 
 // -- what Hermes Studio asks besides chat -------------------------------------
 
-// A named operation on the agent (agent_host::call) on a thread of its own;
-// answers (ok, payload or error type, error message).
+// A named operation on the agent (agent_host::call) on a thread of its own:
+// its JSON answer, or the agent's error.
 auto call_agent(session_actor* self, std::string op, std::string args) {
-  return blocking_call(self, [agent = self->state.agent, op = std::move(op), args = std::move(args)]() -> call_outcome {
-    try {
-      return {true, agent->call(op, args), ""};
-    } catch (const protocol::wire_error& e) {
-      return {false, e.type, e.what()};
-    }
+  return blocking_call(self, [agent = self->state.agent, op = std::move(op), args = std::move(args)]() {
+    return catch_wire([&] { return agent->call(op, args); });
   });
 }
 
@@ -498,12 +479,8 @@ void apply_switch(session_actor* self, switch_model want, bool announce, switch_
                        .finish();
   call_agent(self, "switch_model", std::move(args))
     .then(
-      [=](bool ok, std::string& payload, std::string& message) {
+      [=](std::string& payload) {
         auto& st = self->state;
-        if (!ok) {
-          log_switch_failure(st.id, message);
-          return done(self, false, payload, message);
-        }
         auto got = json::parse(payload, nullptr, false);
         auto text = [&](const char* key) {
           return got.is_object() && got[key].is_string() ? got[key].get<std::string>() : std::string();
@@ -517,9 +494,12 @@ void apply_switch(session_actor* self, switch_model want, bool announce, switch_
           st.config = protocol::dumps(doc);
         }
         persist(self);
-        done(self, true, "", "");
+        done(self, caf::error{});
       },
-      [=](caf::error& err) { done(self, false, "RuntimeError", caf::to_string(err)); });
+      [=](caf::error& err) {
+        log_switch_failure(self->state.id, error_message(err));
+        done(self, err);
+      });
 }
 
 void on_switch_model(session_actor* self, switch_model want, caf::response_promise rp) {
@@ -530,12 +510,13 @@ void on_switch_model(session_actor* self, switch_model want, caf::response_promi
     st.pending_switch = want;
     return rp.deliver(switch_line(st.id, want, true, false, "session_running", true));
   }
-  apply_switch(self, std::move(want), true,
-               [rp](session_actor* self, bool ok, const std::string& type, const std::string& message) mutable {
-                 auto& st = self->state;
-                 rp.deliver(ok ? switch_line(st.id, switch_model{st.model, st.provider}, true, true)
-                               : error_line(type, message));
-               });
+  apply_switch(self, std::move(want), true, [rp](session_actor* self, const caf::error& why) mutable {
+    auto& st = self->state;
+    if (why)
+      rp.deliver(why); // the broker encodes it
+    else
+      rp.deliver(switch_line(st.id, switch_model{st.model, st.provider}, true, true));
+  });
 }
 
 // The estimate runs beside a live turn (it only reads the agent); a session
@@ -554,9 +535,7 @@ void on_estimate(session_actor* self, estimate_context msg, caf::response_promis
     base["provider"] = st.provider.empty() ? json() : json(st.provider);
     call_agent(self, "context_estimate", args)
       .then(
-        [=](bool ok, std::string& payload, std::string& message) mutable {
-          if (!ok)
-            return rp.deliver(error_line(payload, message), true);
+        [=](std::string& payload) mutable {
           json out = base;
           auto info = json::parse(payload, nullptr, false);
           if (info.is_object())
@@ -564,7 +543,7 @@ void on_estimate(session_actor* self, estimate_context msg, caf::response_promis
               out[it.key()] = it.value();
           rp.deliver(protocol::dumps(out), true);
         },
-        [=](caf::error& err) mutable { rp.deliver(error_line("RuntimeError", caf::to_string(err)), true); });
+        [=](caf::error& err) mutable { rp.deliver(error_line(err), true); });
   };
   if (st.harness == "native" && st.created)
     return rp.deliver(error_line(protocol::runtime_error(
