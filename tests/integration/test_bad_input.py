@@ -9,6 +9,7 @@ import socket
 import time
 import unittest
 
+from differential_support import OUR_PING_KEYS, STUDIO_PING_KEYS
 from harness import Bridge, sanitized_build
 
 # (name, raw request bytes, expected error_type or None for ok, text the error must contain)
@@ -101,17 +102,13 @@ HALF_CLOSED = [
 ]
 
 
-STUDIO_PING_KEYS = ("mode", "broker", "workers", "worker_details", "active_sessions", "running_sessions",
-                    "sessions_by_profile", "running_sessions_by_profile")
-
-
 def answers(raw: bytes, agent_root: str) -> list[dict]:
     out = []
     for line in raw.decode().splitlines():
         answer = json.loads(line)
         if answer.get("pong"):
             answer.pop("time")
-            for key in STUDIO_PING_KEYS:  # Hermes Studio's broker fields, checked in test_studio_protocol
+            for key in STUDIO_PING_KEYS + OUR_PING_KEYS:  # checked in test_studio_protocol, test_worker_host
                 answer.pop(key)
             answer["agent_root"] = None if answer["agent_root"] == agent_root else answer["agent_root"]
         out.append(answer)
