@@ -400,7 +400,6 @@ caf::behavior broker_behavior(broker_actor* self, int listen_fd,
   st.acceptor = listen_on_fd(self, listen_fd);
   self->send(st.links.writer, watch_atom::value); // commits are reported back for pushes
   self->delayed_send(self, st.settings->gc_interval, tick_atom::value);
-  self->delayed_send(self, sweep_period(*st.settings), read_due_atom::value);
   return {
     [=](const caf::io::new_connection_msg& msg) { on_new_connection(self, msg.handle); },
     [=](const caf::io::new_data_msg& msg) { on_data(self, msg); },
@@ -408,8 +407,11 @@ caf::behavior broker_behavior(broker_actor* self, int listen_fd,
     [=](const caf::io::data_transferred_msg& msg) { on_transferred(self, msg); },
     [=](const caf::io::acceptor_closed_msg&) {},
     [=](read_due_atom) {
+      auto& st = self->state;
+      st.sweep_armed = false;
       sweep_connections(self);
-      self->delayed_send(self, sweep_period(*self->state.settings), read_due_atom::value);
+      if (!st.connections.empty() || !st.watchers.empty())
+        arm_sweep(self);
     },
     [=](committed_atom, const std::vector<std::string>& touched) { on_committed(self, touched); },
     [=](wait_due_atom, uint64_t key) { on_wait_due(self, key); },

@@ -14,6 +14,8 @@
 
 #include <sys/socket.h>
 
+#include <utility>
+
 namespace hb::actors {
 
 using protocol::error_line;
@@ -238,6 +240,7 @@ void on_new_connection(broker_actor* self, handle h) {
     return;
   }
   st.connections.emplace(h.id(), connection(st.settings->max_line_bytes, ++st.next_serial));
+  arm_sweep(self);
   self->configure_read(h, caf::io::receive_policy::at_most(8192)); // requests are small; big ones come in pieces
 }
 
@@ -439,6 +442,13 @@ uint64_t unsent_bytes(broker_actor* self, handle h) {
 std::chrono::milliseconds sweep_period(const daemon_settings& settings) {
   return std::clamp(std::min({settings.read_timeout, settings.keepalive_idle, settings.subscriber_stall}) / 4,
                     std::chrono::milliseconds(10), std::chrono::milliseconds(1000));
+}
+
+void arm_sweep(broker_actor* self) {
+  auto& st = self->state;
+  if (std::exchange(st.sweep_armed, true))
+    return;
+  self->delayed_send(self, sweep_period(*st.settings), read_due_atom::value);
 }
 
 // Read deadlines for requests that never complete, and closing of idle

@@ -98,6 +98,7 @@ struct broker_state {
   uint64_t next_watcher = 0;
   caf::io::accept_handle acceptor;
   bool stopping = false;
+  bool sweep_armed = false; // a read_due is on its way (see arm_sweep)
   // Each session's profile and whether a turn runs (session_activity).
   std::map<std::string, std::pair<std::string, bool>> activity;
   static inline const char* name = "broker";
@@ -116,6 +117,11 @@ void on_connection_closed(broker_actor* self, handle h);
 void on_transferred(broker_actor* self, const caf::io::data_transferred_msg& msg);
 void sweep_connections(broker_actor* self);
 std::chrono::milliseconds sweep_period(const daemon_settings& settings);
+// Schedules the next sweep unless one is due already. Only open connections
+// and subscriptions give a sweep work, so the timer stops with the last of
+// them and the next connection starts it again: an idle daemon does not wake
+// every period for nobody.
+void arm_sweep(broker_actor* self);
 // Writes the answer in request order (keepalive), or answers and closes.
 void respond(broker_actor* self, const reply_to& to, std::string line);
 void respond_error(broker_actor* self, const reply_to& to, const protocol::wire_error& e);

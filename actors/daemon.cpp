@@ -49,6 +49,21 @@ void pin_allocator_thresholds() {
   ::mallopt(M_TRIM_THRESHOLD, 8 * 1024 * 1024);
 }
 
+// CAF's default work-stealing scheduler keeps its workers (at least four)
+// polling when there is no work: each woke every 10 ms to look for jobs to
+// steal, so an idle daemon woke ~400 times a second and used 1 % of a core,
+// and after every burst each worker spun and nanoslept for tens of
+// milliseconds more. Work-sharing workers wait on one queue's condition
+// variable until a job arrives, which wakes one of them at once. Stealing
+// buys little here: the actors that work (the log writer and readers, runs)
+// are detached, the broker runs on the I/O thread, and what the workers run
+// (sessions) is light and brief. (What the polling did buy: it kept the
+// VM's vCPUs awake, so W1's keepalive pings ran about a fifth faster; see
+// tests/bench/RESULTS.md, W0.)
+void quiet_scheduler(caf::actor_system_config& cfg) {
+  cfg.set("scheduler.policy", caf::atom("sharing"));
+}
+
 void wait_for_stop() {
   char byte;
   while (::read(stop_pipe[0], &byte, 1) < 0 && errno == EINTR) {
@@ -72,6 +87,7 @@ int serve(const daemon_settings& settings, int listen_fd, std::shared_ptr<storag
   ::signal(SIGPIPE, SIG_IGN);
 
   caf::actor_system_config cfg;
+  quiet_scheduler(cfg);
   cfg.load<caf::io::middleman>();
   add_studio_message_types(cfg);
   cfg.add_message_type<run_opening>("run_opening");
@@ -83,7 +99,9 @@ int serve(const daemon_settings& settings, int listen_fd, std::shared_ptr<storag
   retention.interval = settings.prune_interval;
   auto finished = std::make_shared<storage::finished_run_cache>(settings.finished_cache_bytes);
   auto writer = spawn_log_writer(sys, std::move(log), retention, finished);
-  spawn_log_checkpointer(sys, settings.db_path, std::chrono::milliseconds(1000));
+  // Held: between commits the checkpointer has no timer pending, and an actor
+  // nobody references is gone (the next commit could not wake it).
+  auto checkpointer = spawn_log_checkpointer(sys, settings.db_path, std::chrono::milliseconds(1000));
   broker_links links;
   links.writer = writer;
   for (size_t i = 0; i < std::max<size_t>(1, settings.readers); ++i)

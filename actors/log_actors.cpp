@@ -34,6 +34,24 @@ constexpr uint64_t trim_after_bytes = 4u << 20;
 
 void count_moved(size_t bytes) { note_output_moved(bytes); }
 
+// The checkpointer stops its timer once a tick finds nothing new and the WAL
+// all in the database file; whoever commits or moves output next wakes it.
+// Only the checkpointer sets `asleep`, after it has set `who`, so a waker
+// that takes `asleep` sees `who`. (One checkpointer per process.)
+struct checkpointer_alarm {
+  std::atomic<bool> asleep{false};
+  caf::weak_actor_ptr who;
+};
+checkpointer_alarm sleeper;
+
+void wake_checkpointer() {
+  if (!sleeper.asleep.load(std::memory_order_relaxed))
+    return; // the usual case while output flows: one load, no write
+  if (sleeper.asleep.exchange(false, std::memory_order_acq_rel))
+    if (auto who = caf::actor_cast<caf::actor>(sleeper.who))
+      caf::anon_send(who, tick_atom::value);
+}
+
 
 // SQLite keeps a copy of every value bound to a prepared statement until it
 // is bound again: the statement that stored a run's result (its whole output
@@ -150,6 +168,7 @@ void commit_now(writer_actor* self) {
       st.max_commit_ms = std::max(st.max_commit_ms, st.last_commit_ms);
       st.commits += 1;
       st.rows += static_cast<int64_t>(rows);
+      wake_checkpointer();
     }
   } catch (const std::exception& e) {
     fail_batch(self, e);
@@ -182,6 +201,7 @@ void retry_backlog(writer_actor* self) {
             {{"held_operations_written", std::to_string(st.backlog.size())},
              {"deltas_dropped", std::to_string(st.dropped_deltas)}});
   st.degraded = false;
+  wake_checkpointer();
   std::vector<log_op>().swap(st.backlog); // up to max_backlog_ops: give the memory back
   st.backlog_bytes = 0;
   st.dropped_deltas = 0;
@@ -300,6 +320,7 @@ void prune_step(writer_actor* self) {
   try {
     st.log->commit();
     more = st.pruner.step(st.log->database(), st.retention.policy, now_seconds());
+    wake_checkpointer(); // rare (a retention interval apart); deletions grow the WAL too
   } catch (const std::exception& e) {
     log_event(log_level::error, "log.prune_failed", e.what());
   }
@@ -419,6 +440,8 @@ struct checkpointer_state {
   std::unique_ptr<SQLite::Database> db;
   uint64_t moved_seen = 0;    // output_bytes_moved at the previous tick
   uint64_t moved_trimmed = 0; // ... at the last trim
+  int64_t data_version = -1;  // SQLite's count of other connections' commits, at the previous look
+  uint64_t moved_looked = 0;  // output_bytes_moved then
   static inline const char* name = "log_checkpointer";
 };
 
@@ -446,6 +469,37 @@ void trim_when_quiet(checkpointer_state& st) {
                                      std::chrono::steady_clock::now() - started).count())}});
 }
 
+// Whether anything was committed or moved since the previous look.
+bool something_new(checkpointer_state& st) {
+  int64_t version = 0;
+  try {
+    if (st.db)
+      version = st.db->execAndGet("PRAGMA data_version").getInt64();
+  } catch (const std::exception&) {
+    version = st.data_version + 1; // cannot tell: assume so, and keep the timer
+  }
+  uint64_t moved = output_bytes_moved.load(std::memory_order_relaxed);
+  bool fresh = version != st.data_version || moved != st.moved_looked;
+  st.data_version = version;
+  st.moved_looked = moved;
+  return fresh;
+}
+
+// True when the whole WAL is in the database file (a reader's snapshot can
+// hold part of it back: then the next tick tries again).
+bool checkpoint(checkpointer_state& st) {
+  if (!st.db)
+    return true;
+  try {
+    SQLite::Statement q(*st.db, "PRAGMA wal_checkpoint(PASSIVE)");
+    if (q.executeStep())
+      return q.getColumn(0).getInt() == 0 && q.getColumn(1).getInt() == q.getColumn(2).getInt();
+  } catch (const std::exception& e) {
+    log_event(log_level::warn, "log.checkpoint_failed", e.what());
+  }
+  return false;
+}
+
 caf::behavior log_checkpointer_actor(caf::stateful_actor<checkpointer_state>* self, std::string path,
                                      std::chrono::milliseconds period) {
   try {
@@ -454,24 +508,35 @@ caf::behavior log_checkpointer_actor(caf::stateful_actor<checkpointer_state>* se
   } catch (const std::exception& e) {
     log_event(log_level::error, "log.checkpointer_open_failed", e.what());
   }
+  sleeper.who = caf::weak_actor_ptr{self->ctrl()};
   self->send(self, tick_atom::value);
   return {
     [=](tick_atom) {
-      try {
-        if (self->state.db)
-          self->state.db->exec("PRAGMA wal_checkpoint(PASSIVE)");
-      } catch (const std::exception& e) {
-        log_event(log_level::warn, "log.checkpoint_failed", e.what());
+      auto& st = self->state;
+      bool settled = checkpoint(st);
+      bool fresh = something_new(st);
+      trim_when_quiet(st);
+      if (fresh || !settled) {
+        self->delayed_send(self, period, tick_atom::value);
+        return;
       }
-      trim_when_quiet(self->state);
-      self->delayed_send(self, period, tick_atom::value);
+      // A whole period without news, the WAL in the file and the memory
+      // trimmed if it was due: nothing to do until the next commit. A commit
+      // between the look above and going to sleep did not see us asleep, so
+      // look once more.
+      sleeper.asleep.store(true, std::memory_order_release);
+      if (something_new(st) && sleeper.asleep.exchange(false, std::memory_order_acq_rel))
+        self->delayed_send(self, period, tick_atom::value);
     },
   };
 }
 
 } // namespace
 
-void note_output_moved(size_t bytes) { output_bytes_moved.fetch_add(bytes, std::memory_order_relaxed); }
+void note_output_moved(size_t bytes) {
+  output_bytes_moved.fetch_add(bytes, std::memory_order_relaxed);
+  wake_checkpointer(); // its memory trim waits for output to stop moving
+}
 
 void send_run_output(const caf::actor& writer, const std::string& run_id, run_output* queue, bool is_event,
                      std::string text, double at) {

@@ -46,7 +46,9 @@ caf::actor spawn_log_writer(caf::actor_system& sys, std::shared_ptr<storage::log
                             std::shared_ptr<storage::finished_run_cache> finished);
 
 // Detached: moves the WAL into the database file every `period`, so the
-// writer (which never checkpoints) is not held up by fsyncs.
+// writer (which never checkpoints) is not held up by fsyncs; while nothing is
+// committed or read it sleeps without a timer (one per process; keep the
+// handle: nothing else references it then).
 caf::actor spawn_log_checkpointer(caf::actor_system& sys, const std::string& db_path,
                                   std::chrono::milliseconds period);
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import harness
 
-WORKLOADS = ["W1", "W2", "W3", "W4", "W5", "W6", "W7"]
+WORKLOADS = ["W0", "W1", "W2", "W3", "W4", "W5", "W6", "W7"]
 
 
 def is_number(value) -> bool:
