@@ -31,7 +31,9 @@ def bridge_binary() -> Path:
 
 def seed_script() -> Path:
     env = os.environ.get("HERMES_BRIDGE_SEED")
-    path = Path(env) if env else REPO.parent / "shared" / "seeds" / "hermes_bridge.py"
+    # ../shared beside the checkout; a git worktree may sit a level deeper
+    beside = [p / "shared" / "seeds" / "hermes_bridge.py" for p in REPO.parents]
+    path = Path(env) if env else next((p for p in beside if p.exists()), beside[0])
     if not path.exists():
         raise unittest.SkipTest(f"seed bridge not found at {path} (set HERMES_BRIDGE_SEED)")
     return path
