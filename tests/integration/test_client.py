@@ -115,7 +115,7 @@ class ReplayThroughTheDaemon(unittest.TestCase):
 
     def test_recorded_timing_is_scaled_and_interrupt_stops_it(self):
         with Bridge() as b:
-            slow = b.chat("s", "script:stream 30 20", wait=True)
+            slow = b.chat("s", "script:stream 40 50", wait=True)  # 2 s; its replay at 10x about 0.2 s
             started = time.monotonic()
             fast = b.chat("v", "", replay=slow["run_id"], speed=10, wait=True)
             elapsed = time.monotonic() - started

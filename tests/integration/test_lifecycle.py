@@ -287,6 +287,17 @@ class Shutdown(unittest.TestCase):
             drained = second.request({"action": "get_result", "run_id": live["run_id"]})
             self.assertEqual(drained["status"], "interrupted")
             self.assertGreater(len(drained["deltas"]), 0)
+            # Drained, not recovered: the run ended in the first daemon with
+            # its agent's own result (the text it had streamed), and the
+            # second daemon found nothing to recover.
+            names = [e["event"] for e in drained["events"]]
+            self.assertNotIn("bridge.recovered", names)
+            self.assertIsNone(drained.get("error"), drained.get("error"))
+            self.assertIsInstance(drained["result"], dict, drained["result"])
+            self.assertIs(drained["result"]["interrupted"], True)
+            self.assertEqual(drained["result"]["final_response"], "".join(drained["deltas"]))
+            self.assertLess(len(drained["deltas"]), 500)  # cut by the drain, not finished
+            self.assertIn("runs_interrupted=0", second.stderr())
         finally:
             second.stop()
             first.stop()
