@@ -31,7 +31,10 @@ def bridge_binary() -> Path:
 
 def seed_script() -> Path:
     env = os.environ.get("HERMES_BRIDGE_SEED")
-    path = Path(env) if env else REPO.parent / "shared" / "seeds" / "hermes_bridge.py"
+    # ../shared next to the checkout, or next to a directory above it (a
+    # worktree such as /work/wt/NAME shares /work/shared with /work/main).
+    found = [p / "shared" / "seeds" / "hermes_bridge.py" for p in REPO.parents]
+    path = Path(env) if env else next((p for p in found if p.exists()), found[0])
     if not path.exists():
         raise unittest.SkipTest(f"seed bridge not found at {path} (set HERMES_BRIDGE_SEED)")
     return path
