@@ -2,9 +2,11 @@
 
 #include "actors/broker_state.hpp"
 #include "actors/daemon_log.hpp"
+#include "actors/log_messages.hpp"
 #include "actors/responses.hpp"
 #include "actors/session.hpp"
 #include "actors/studio_messages.hpp"
+#include "actors/test_faults.hpp"
 #include "bridge/agent_hosting.hpp"
 #include "protocol/request.hpp"
 
@@ -210,11 +212,22 @@ void health(broker_actor* self, const reply_to& to) {
       return ec ? int64_t{0} : static_cast<int64_t>(size);
     };
     int64_t log_bytes = bytes(st.settings->db_path) + bytes(st.settings->db_path + "-wal");
-    self->request(st.links.writer, session_reply_limit, stats_atom::value)
+    self->request(st.links.writer, session_reply_limit, log_health_query{})
       .then(
-        [=](int64_t commits, int64_t rows, double last_ms, double max_ms) {
+        [=](log_health& log) {
+          // "degraded": the log takes no output now; what it holds and what
+          // it had to give up on, so an operator sees it before a client does.
+          object_writer state;
+          state.str("state", log.degraded ? "degraded" : "ok");
+          if (log.degraded)
+            state.str("reason", log.reason).number("since", log.degraded_since);
+          state.integer("held_operations", log.held_operations)
+            .integer("held_bytes", log.held_bytes)
+            .integer("failed_runs", log.failed_runs);
           respond(self, to, object_writer{}
                               .boolean("ok", true)
+                              .str("status", log.degraded ? "degraded" : "ok")
+                              .raw("log", state.finish())
                               .integer("sessions", sessions)
                               .integer("running", running)
                               .integer("pending_questions", questions)
@@ -222,10 +235,10 @@ void health(broker_actor* self, const reply_to& to) {
                               .integer("subscribers", watchers)
                               .integer("pending_request_bytes", held)
                               .integer("log_bytes", log_bytes)
-                              .integer("commits", commits)
-                              .integer("committed_rows", rows)
-                              .number("last_commit_ms", last_ms)
-                              .number("max_commit_ms", max_ms)
+                              .integer("commits", log.commits)
+                              .integer("committed_rows", log.rows)
+                              .number("last_commit_ms", log.last_commit_ms)
+                              .number("max_commit_ms", log.max_commit_ms)
                               .raw("agent", bridge::agents_json())
                               .finish());
         },
@@ -295,6 +308,18 @@ void route(broker_actor* self, const reply_to& to, const json& req) {
     respond(self, to, object_writer{}.boolean("ok", true).str("status", "shutting_down").finish());
     if (st.links.request_stop)
       st.links.request_stop();
+  } else if (action == "test_fault" && test_fault_enabled("actions")) {
+    std::string fault = protocol::field_str(req, "fault");
+    auto why = caf::make_error(caf::sec::runtime_error, "killed by test_fault");
+    if (fault == "kill_writer") {
+      self->send_exit(st.links.writer, why);
+    } else if (fault == "kill_broker") {
+      self->quit(why);
+      return;
+    } else {
+      throw protocol::value_error("unknown fault: " + fault);
+    }
+    respond(self, to, object_writer{}.boolean("ok", true).finish());
   } else {
     throw protocol::value_error("unknown action: " + action);
   }

@@ -6,6 +6,7 @@
 #include "actors/broker_state.hpp"
 
 #include "actors/blocking_call.hpp"
+#include "actors/daemon_log.hpp"
 #include "actors/log_actors.hpp"
 #include "bridge/agent_hosting.hpp"
 #include "protocol/request.hpp"
@@ -151,10 +152,22 @@ void approval_respond(broker_actor* self, const reply_to& to, const json& req) {
   std::string request_id = q.agent_request_id, token = q.bridge_token;
   caf::actor writer = self->state.links.writer;
   blocking_call(self, [=] {
-    return bridge::resolve_gateway_approval(session_id, choice, request_id, token, [&](int released) {
-      auto event = released > 0 ? resolved_event(id, choice) : resolved_event(id, "deny", "timeout");
-      send_run_output(writer, run_id, nullptr, true, protocol::dumps(event), now_seconds());
-    }) > 0;
+    return bridge::resolve_gateway_approval(
+             session_id, choice, request_id, token, [&](int released, const std::string& failure) {
+               json event;
+               if (released > 0) {
+                 event = resolved_event(id, choice);
+               } else if (failure.empty()) {
+                 event = resolved_event(id, "deny", "timeout"); // the agent had given up waiting
+               } else {
+                 // Still waiting, and its own deadline denies it: say why
+                 // the answer did not count, not that time ran out.
+                 log_event(log_level::error, "approval.route_failed", failure,
+                           {{"approval_id", id}, {"run_id", run_id}, {"choice", choice}});
+                 event = resolved_event(id, "deny", "answer not delivered to the agent: " + failure);
+               }
+               send_run_output(writer, run_id, nullptr, true, protocol::dumps(event), now_seconds());
+             }) > 0;
   }).then([=](bool resolved) { respond(self, to, approval_line(id, resolved, choice)); },
           [=](caf::error& err) { respond_failure(self, to, err); });
 }

@@ -3,6 +3,7 @@
 #include "actors/broker.hpp"
 #include "actors/daemon_log.hpp"
 #include "actors/log_actors.hpp"
+#include "actors/log_messages.hpp"
 #include "actors/studio_messages.hpp"
 #include "bridge/agent_hosting.hpp"
 #include "storage/finished_runs.hpp"
@@ -15,7 +16,9 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <mutex>
 #include <cstdio>
 #include <iostream>
 
@@ -64,6 +67,41 @@ void quiet_scheduler(caf::actor_system_config& cfg) {
   cfg.set("scheduler.policy", caf::atom("sharing"));
 }
 
+// The broker and the log writer never stop on their own: if either goes,
+// the daemon can no longer serve or no longer keep what it serves. It then
+// stops with what it can still settle and exits non-zero, so that its
+// supervisor (systemd, Hermes Studio's manager) starts a fresh one, which
+// recovers from the log.
+struct actor_death {
+  std::mutex mu;
+  std::string who;
+  std::string reason;
+  std::atomic<bool> broker_gone{false};
+  std::atomic<bool> writer_gone{false};
+};
+
+caf::behavior watchdog(caf::event_based_actor* self, caf::actor broker, caf::actor writer,
+                       std::shared_ptr<actor_death> death) {
+  self->monitor(broker);
+  self->monitor(writer);
+  auto broker_addr = broker.address();
+  self->set_down_handler([=](caf::down_msg& down) {
+    bool is_broker = down.source == broker_addr;
+    (is_broker ? death->broker_gone : death->writer_gone) = true;
+    {
+      std::lock_guard<std::mutex> lock(death->mu);
+      if (death->who.empty()) {
+        death->who = is_broker ? "broker" : "log_writer";
+        death->reason = caf::to_string(down.reason);
+      }
+    }
+    log_event(log_level::error, "daemon.actor_died", "an actor the daemon cannot run without is gone",
+              {{"actor", is_broker ? "broker" : "log_writer"}, {"reason", caf::to_string(down.reason)}});
+    request_stop();
+  });
+  return {[](stop_atom) {}}; // it only watches
+}
+
 void wait_for_stop() {
   char byte;
   while (::read(stop_pipe[0], &byte, 1) < 0 && errno == EINTR) {
@@ -90,6 +128,7 @@ int serve(const daemon_settings& settings, int listen_fd, std::shared_ptr<storag
   quiet_scheduler(cfg);
   cfg.load<caf::io::middleman>();
   add_studio_message_types(cfg);
+  add_log_message_types(cfg);
   cfg.add_message_type<run_opening>("run_opening");
   caf::actor_system sys{cfg};
   auto shared = std::make_shared<const daemon_settings>(settings);
@@ -109,27 +148,47 @@ int serve(const daemon_settings& settings, int listen_fd, std::shared_ptr<storag
   links.finished = finished;
   links.request_stop = request_stop;
   auto broker = spawn_broker(sys, listen_fd, shared, links, dormant);
+  auto death = std::make_shared<actor_death>();
+  auto watching = sys.spawn(watchdog, broker, writer, death); // held: an actor nobody refers to is gone
   announce_ready();
 
   wait_for_stop();
+  int exit_code = 0;
+  {
+    std::lock_guard<std::mutex> lock(death->mu);
+    if (!death->who.empty()) {
+      exit_code = 1;
+      log_event(log_level::error, "daemon.failing", "stopping after losing an actor; the supervisor should restart it",
+                {{"actor", death->who}, {"reason", death->reason}});
+    }
+  }
   log_event(log_level::info, "daemon.stopping", "draining live runs");
   {
     caf::scoped_actor self{sys};
-    self->request(broker, settings.drain_timeout + std::chrono::seconds(2), stop_atom::value)
-      .receive([](bool) {}, [](caf::error&) {});
-    self->request(writer, std::chrono::seconds(10), flush_atom::value, true)
-      .receive([](bool) {}, [](caf::error& err) {
-        log_event(log_level::error, "log.final_flush_failed", caf::to_string(err));
-      });
+    if (!death->broker_gone) // (its runs are then settled by the next start's recovery)
+      self->request(broker, settings.drain_timeout + std::chrono::seconds(2), stop_atom::value)
+        .receive([](bool) {}, [](caf::error&) {});
+    if (death->writer_gone) {
+      log_event(log_level::error, "log.final_flush_failed", "the log writer is gone: output it had not committed is lost");
+    } else {
+      self->request(writer, std::chrono::seconds(10), final_flush{true})
+        .receive([](bool) {}, [&](caf::error& err) {
+          exit_code = 1;
+          log_event(log_level::error, "log.final_flush_failed", caf::to_string(err));
+        });
+    }
   }
   // Live runs are committed: workers may go (each interrupts what is left).
   bridge::stop_agents(std::chrono::seconds(2));
-  log_event(log_level::info, "daemon.stopped", "");
+  if (exit_code == 0)
+    log_event(log_level::info, "daemon.stopped", "");
+  else
+    log_event(log_level::error, "daemon.stopped", "", {{"exit_code", std::to_string(exit_code)}});
   // Agent threads that ignore interrupts may still hold the GIL; finalizing
   // Python or joining every actor could then hang. Everything that matters is
   // committed, so leave now.
   std::fflush(nullptr);
-  ::_exit(0);
+  ::_exit(exit_code);
 }
 
 } // namespace hb::actors

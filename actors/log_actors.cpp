@@ -1,6 +1,7 @@
 #include "actors/log_actors.hpp"
 
 #include "actors/daemon_log.hpp"
+#include "actors/log_messages.hpp"
 #include "actors/run_output.hpp"
 #include "actors/vocabulary.hpp"
 #include "protocol/json_text.hpp"
@@ -70,10 +71,14 @@ using log_op = std::function<void(storage::log_writer&)>;
 
 // When a write fails (disk full, log unwritable), what was not committed is
 // kept and written again once the disk takes it; meanwhile new runs are
-// refused, live runs keep their output in memory (up to a bound) and every
-// committed row stays as it was.
+// refused and every committed row stays as it was. A live run's held output
+// stays counted in the writer's backlog, so its agent is slowed as by a slow
+// disk (run_output.hpp) instead of filling memory. A run whose output would
+// go past these bounds all the same (many runs, or very many tiny deltas) is
+// not left with a silent hole: nothing more of it is kept and it ends as an
+// error saying why.
 constexpr size_t max_backlog_ops = 1'000'000;
-constexpr size_t max_backlog_bytes = 256u << 20; // deltas beyond are dropped (counted)
+constexpr size_t max_backlog_bytes = 256u << 20;
 // A transaction is also committed once its rows hold this much text: a batch
 // keeps every operation (and its text) until the commit, to redo them after
 // a failure, so without it a flood of big deltas sat in memory whole.
@@ -98,7 +103,14 @@ struct writer_state {
   std::vector<log_op> backlog; // failed batches and everything since, in order
   bool degraded = false;
   std::string failure;
-  int64_t dropped_deltas = 0;
+  double degraded_since = 0;
+  // Run output held in the backlog and still counted in writer_backlog, so
+  // agents wait until it is written (back-pressure while degraded).
+  int64_t held_output_bytes = 0;
+  // Live runs whose output could not be held: run -> why; their later
+  // output is refused and their end is recorded as that error.
+  std::unordered_map<std::string, std::string> cut_runs;
+  int64_t failed_runs = 0;
   bool commit_queued = false;
   // For the `health` action.
   int64_t commits = 0;
@@ -117,9 +129,12 @@ using writer_actor = caf::stateful_actor<writer_state>;
 
 void fail_batch(writer_actor* self, const std::exception& e) {
   auto& st = self->state;
-  if (!st.degraded)
+  if (!st.degraded) {
     log_event(log_level::error, "log.write_failed", e.what(),
-              {{"then", "holding new output in memory until it can be written"}});
+              {{"then", "holding new output in memory until it can be written; agents wait for it"}});
+    st.degraded_since = now_seconds();
+    set_writer_degraded(true);
+  }
   st.log->rollback();
   st.degraded = true;
   st.failure = e.what();
@@ -199,12 +214,14 @@ void retry_backlog(writer_actor* self) {
   }
   log_event(log_level::warn, "log.writable_again", "event log writable again",
             {{"held_operations_written", std::to_string(st.backlog.size())},
-             {"deltas_dropped", std::to_string(st.dropped_deltas)}});
+             {"held_bytes_written", std::to_string(st.backlog_bytes)},
+             {"runs_failed", std::to_string(st.failed_runs)}});
   st.degraded = false;
   wake_checkpointer();
+  set_writer_degraded(false);
   std::vector<log_op>().swap(st.backlog); // up to max_backlog_ops: give the memory back
   st.backlog_bytes = 0;
-  st.dropped_deltas = 0;
+  writer_backlog_add(-std::exchange(st.held_output_bytes, 0)); // the agents waiting for it go on
   for (auto& c : st.after_commit)
     c.promise.deliver(true);
   st.after_commit.clear();
@@ -218,20 +235,40 @@ void touch(writer_actor* self, const std::string& run_id) {
     st.touched.try_emplace(run_id, it->second); // (emplace would build a node per delta to throw away)
 }
 
+// A live run's output could not be held: it is failed rather than left with
+// a gap nobody is told about.
+void cut_run(writer_actor* self, const std::string& run_id) {
+  auto& st = self->state;
+  std::string why = "event log unwritable (" + st.failure + ") and the output held for it reached its limit (" +
+                    std::to_string(max_backlog_bytes >> 20) + " MiB or " + std::to_string(max_backlog_ops) +
+                    " operations): output after that point was not kept";
+  if (st.cut_runs.try_emplace(run_id, why).second) {
+    ++st.failed_runs;
+    log_event(log_level::error, "log.run_failed", why,
+              {{"run_id", run_id},
+               {"held_operations", std::to_string(st.backlog.size())},
+               {"held_bytes", std::to_string(st.backlog_bytes)}});
+  }
+}
+
 // Group commit: the first append after a commit queues a commit message
 // behind everything already in the mailbox, so all of it shares one
 // transaction; a lone streaming run still commits each delta at once.
-// `bytes`: the text the operation holds.
-void apply(writer_actor* self, log_op op, size_t bytes, bool droppable = false) {
+// `bytes`: the text the operation holds; `run`: the live run whose output it
+// is (none for a run's end, sessions and flushes, which are always held).
+// False: refused (the run was failed for want of room).
+bool apply(writer_actor* self, log_op op, size_t bytes, const std::string* run = nullptr) {
   auto& st = self->state;
+  if (run && !st.cut_runs.empty() && st.cut_runs.count(*run))
+    return false;
   if (st.degraded) {
-    if (!droppable || (st.backlog.size() < max_backlog_ops && st.backlog_bytes + bytes <= max_backlog_bytes)) {
-      st.backlog.push_back(std::move(op));
-      st.backlog_bytes += bytes;
-    } else {
-      ++st.dropped_deltas;
+    if (run && (st.backlog.size() >= max_backlog_ops || st.backlog_bytes + bytes > max_backlog_bytes)) {
+      cut_run(self, *run);
+      return false;
     }
-    return;
+    st.backlog.push_back(std::move(op));
+    st.backlog_bytes += bytes;
+    return true;
   }
   st.batch_bytes += bytes;
   try {
@@ -240,7 +277,7 @@ void apply(writer_actor* self, log_op op, size_t bytes, bool droppable = false) 
   } catch (const std::exception& e) {
     st.batch.push_back(std::move(op)); // redone with the rest of its batch
     fail_batch(self, e);
-    return;
+    return true;
   }
   if (st.log->pending_rows() >= max_batch_rows || st.batch_bytes >= max_batch_bytes) {
     commit_now(self);
@@ -248,6 +285,7 @@ void apply(writer_actor* self, log_op op, size_t bytes, bool droppable = false) 
     st.commit_queued = true;
     self->send(self, commit_atom::value);
   }
+  return true;
 }
 
 caf::result<bool> apply_then_confirm(writer_actor* self, log_op op, bool survives_failure,
@@ -275,36 +313,39 @@ std::string stream_delta_event(const std::string& text) {
 // moving the operation moves them too. A run's result holds its whole output
 // twice; copying it at each step (the capture, the std::function, the
 // optional) cost a 200 MB flood about 1.2 GB more memory and 4 s.
-void apply_delta(writer_actor* self, const std::string& run_id, std::string text, double at) {
+bool apply_delta(writer_actor* self, const std::string& run_id, std::string text, double at) {
   count_moved(text.size());
   size_t bytes = 2 * text.size(); // the delta and its stream.delta event
-  apply(
+  return apply(
     self,
     [run_id, at, text = std::move(text)](storage::log_writer& w) {
       if (w.append_delta(run_id, text, at))
         w.append_event(run_id, stream_delta_event(text), at);
     },
-    bytes, true);
+    bytes, &run_id);
 }
 
-void apply_event(writer_actor* self, const std::string& run_id, std::string body, double at) {
+bool apply_event(writer_actor* self, const std::string& run_id, std::string body, double at) {
   count_moved(body.size());
   size_t bytes = body.size();
-  apply(
+  return apply(
     self, [run_id, at, body = std::move(body)](storage::log_writer& w) { w.append_event(run_id, body, at); },
-    bytes);
+    bytes, &run_id);
 }
 
 void write_queued(writer_actor* self, const std::string& run_id, std::vector<run_output::item> items) {
   if (items.empty())
     return;
   touch(self, run_id);
+  auto& st = self->state;
   for (auto& item : items) {
-    writer_backlog_add(-static_cast<int64_t>(item.text.size()));
-    if (item.is_event)
-      apply_event(self, run_id, std::move(item.text), item.at);
+    auto size = static_cast<int64_t>(item.text.size());
+    bool kept = item.is_event ? apply_event(self, run_id, std::move(item.text), item.at)
+                              : apply_delta(self, run_id, std::move(item.text), item.at);
+    if (kept && st.degraded)
+      st.held_output_bytes += size; // counted until written: its agent waits meanwhile
     else
-      apply_delta(self, run_id, std::move(item.text), item.at);
+      writer_backlog_add(-size);
   }
 }
 
@@ -384,9 +425,15 @@ caf::behavior log_writer_actor(writer_actor* self, std::shared_ptr<storage::log_
         stored_result = std::move(result);
       if (has_error)
         stored_error = std::move(error);
+      std::string stored_status = status;
+      if (auto cut = self->state.cut_runs.find(run_id); cut != self->state.cut_runs.end()) {
+        stored_status = "error"; // its output is not whole: never `complete`
+        stored_error = std::move(cut->second);
+        self->state.cut_runs.erase(cut);
+      }
       return apply_then_confirm(
         self,
-        [run_id, status, at, result = std::move(stored_result),
+        [run_id, status = std::move(stored_status), at, result = std::move(stored_result),
          error = std::move(stored_error)](storage::log_writer& w) {
           w.close_run(run_id, status, result, error, at);
           forget_bound_values(w);
@@ -410,22 +457,42 @@ caf::behavior log_writer_actor(writer_actor* self, std::shared_ptr<storage::log_
     },
     [=](flush_atom) { return apply_then_confirm(self, [](storage::log_writer&) {}, true); },
     [=](retry_atom) { retry_backlog(self); },
-    [=](flush_atom, bool fold_wal) -> caf::result<bool> {
+    [=](final_flush& flush) -> caf::result<bool> {
       // On stop: commit, then fold the WAL into the database file, so a copy
-      // of events.db alone holds everything.
+      // of events.db alone holds everything. What is still held after one
+      // last try is lost with this process: the caller must not exit 0.
+      auto& st = self->state;
       commit_now(self);
+      retry_backlog(self);
+      if (st.degraded)
+        return caf::make_error(caf::sec::runtime_error,
+                               "event log unwritable (" + st.failure + "): " + std::to_string(st.backlog.size()) +
+                                 " operations (" + std::to_string(st.backlog_bytes) +
+                                 " bytes) held in memory were never written");
       try {
-        if (fold_wal)
-          self->state.log->database().exec("PRAGMA wal_checkpoint(TRUNCATE)");
+        if (flush.fold_wal)
+          st.log->database().exec("PRAGMA wal_checkpoint(TRUNCATE)");
       } catch (const std::exception& e) {
+        // Committed in the WAL all the same: nothing is lost, the next start folds it.
         log_event(log_level::error, "log.final_checkpoint_failed", e.what());
       }
       return true;
     },
     [=](commit_atom) { commit_now(self); },
-    [=](stats_atom) {
+    [=](log_health_query) {
       auto& st = self->state;
-      return std::make_tuple(st.commits, st.rows, st.last_commit_ms, st.max_commit_ms);
+      log_health h;
+      h.commits = st.commits;
+      h.rows = st.rows;
+      h.last_commit_ms = st.last_commit_ms;
+      h.max_commit_ms = st.max_commit_ms;
+      h.degraded = st.degraded;
+      h.reason = st.degraded ? st.failure : std::string();
+      h.degraded_since = st.degraded ? st.degraded_since : 0;
+      h.held_operations = static_cast<int64_t>(st.backlog.size());
+      h.held_bytes = static_cast<int64_t>(st.backlog_bytes);
+      h.failed_runs = st.failed_runs;
+      return h;
     },
     [=](watch_atom) { self->state.listener = caf::actor_cast<caf::actor>(self->current_sender()); },
     [=](prune_atom) { prune_step(self); },

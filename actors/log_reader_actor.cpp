@@ -4,6 +4,7 @@
 #include "actors/daemon_log.hpp"
 #include "actors/log_actors.hpp"
 #include "actors/responses.hpp"
+#include "actors/test_faults.hpp"
 #include "actors/vocabulary.hpp"
 #include "protocol/wire_error.hpp"
 #include "storage/finished_runs.hpp"
@@ -18,12 +19,36 @@ namespace hb::actors {
 namespace {
 
 struct reader_state {
+  std::string path;
   std::unique_ptr<storage::log_reader> log;
+  bool open_failed = false; // logged once, until an open works again
   std::shared_ptr<storage::finished_run_cache> finished;
   static inline const char* name = "log_reader";
 };
 
 using reader_actor = caf::stateful_actor<reader_state>;
+
+// A reader that could not open the log (a file briefly unreadable, too many
+// open files) tries again at each request instead of failing every read for
+// the rest of the daemon's life.
+void open_log(reader_actor* self) {
+  auto& st = self->state;
+  if (st.log)
+    return;
+  try {
+    if (test_fault_enabled("reader_open_fails") && !st.open_failed)
+      throw std::runtime_error("test fault: reader_open_fails");
+    st.log = std::make_unique<storage::log_reader>(st.path);
+  } catch (const std::exception& e) {
+    if (!st.open_failed)
+      log_event(log_level::error, "log.reader_open_failed", e.what(), {{"then", "retrying at the next read"}});
+    st.open_failed = true;
+    return;
+  }
+  if (st.open_failed)
+    log_event(log_level::warn, "log.reader_opened", "a log reader opened the event log after failing to");
+  st.open_failed = false;
+}
 
 // A read answered as a response line, plus what a waiting client needs to
 // know: whether it carries anything new, where the cursors now stand, and
@@ -42,6 +67,7 @@ read_outcome answer_from_log(reader_actor* self, const std::string& run_id, int6
                              int64_t delta_from, int64_t event_from, size_t max_bytes, Encode encode) {
   read_outcome out;
   try {
+    open_log(self);
     if (!self->state.log)
       throw std::runtime_error("event log is not open for reading");
     auto snap = self->state.log->read_run(run_id, delta_from, event_from, max_bytes);
@@ -96,11 +122,8 @@ void keep_finished(reader_actor* self, const storage::run_snapshot& run) {
 caf::behavior log_reader_actor(reader_actor* self, std::string path,
                                std::shared_ptr<storage::finished_run_cache> finished) {
   self->state.finished = std::move(finished);
-  try {
-    self->state.log = std::make_unique<storage::log_reader>(path);
-  } catch (const std::exception& e) {
-    log_event(log_level::error, "log.reader_open_failed", e.what());
-  }
+  self->state.path = std::move(path);
+  open_log(self);
   return {
     // max_bytes 0: everything from the cursors on (get_output); else a
     // bounded read for a follower (see log_reader::read_run).
@@ -134,6 +157,7 @@ caf::behavior log_reader_actor(reader_actor* self, std::string path,
     },
     [=](history_atom, const std::string& session_id) -> caf::result<std::string> {
       try {
+        open_log(self);
         if (!self->state.log)
           throw std::runtime_error("event log is not open for reading");
         return self->state.log->read_history(session_id);

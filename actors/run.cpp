@@ -148,6 +148,9 @@ bool wait_until(std::chrono::steady_clock::time_point due, const std::atomic<boo
 
 // A recorded run streamed back through the daemon: same deltas and events
 // with the recorded timing (scaled), approvals asked of the client again.
+// The client's answer is what the replay's approval.resolved reports; what
+// the recording did next (its tool results, its text, its status) is
+// replayed as it was, whatever the answer.
 void replay_actor(caf::blocking_actor* self, std::shared_ptr<run_spec> holder) {
   run_spec spec = std::move(*holder);
   auto sink = std::make_shared<actor_sink>(self->system(), spec);
@@ -159,6 +162,11 @@ void replay_actor(caf::blocking_actor* self, std::shared_ptr<run_spec> holder) {
     if (!recorded || recorded->pruned_at)
       throw std::runtime_error("nothing to replay: run " + spec.replay.run_id +
                                (recorded ? " was pruned" : " is not in the event log"));
+    // A live run has no end to copy: its replay would take over its
+    // `running` status and never finish.
+    if (recorded->status == "running")
+      throw std::runtime_error("cannot replay run " + spec.replay.run_id +
+                               ": it is still running; only finished runs can be replayed");
     auto events = log.read_events_timed(spec.replay.run_id).value_or(std::vector<storage::log_reader::timed_event>{});
     auto start = std::chrono::steady_clock::now();
     bool stopped = false;

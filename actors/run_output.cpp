@@ -45,6 +45,7 @@ registry& outputs() {
 std::atomic<int64_t> writer_backlog{0};
 std::atomic<bool> writer_stuck{false}; // took nothing for stuck_after: nobody waits for it
 constexpr std::chrono::seconds stuck_after{30};
+std::atomic<bool> writer_degraded{false};
 
 } // namespace
 
@@ -78,6 +79,12 @@ void writer_backlog_add(int64_t bytes) {
 
 bool writer_backlogged() { return writer_backlog.load(std::memory_order_relaxed) > writer_backlog_limit; }
 
+void set_writer_degraded(bool degraded) {
+  writer_degraded.store(degraded, std::memory_order_relaxed);
+  if (degraded)
+    writer_stuck.store(false, std::memory_order_relaxed);
+}
+
 void wait_for_writer(const std::function<bool()>& stop) {
   // A writer that takes nothing for stuck_after is stuck (or gone, as the
   // daemon stops): agents go on rather than hang in their callbacks, and no
@@ -90,7 +97,7 @@ void wait_for_writer(const std::function<bool()>& stop) {
     auto now = std::chrono::steady_clock::now();
     if (now_seen < seen)
       moved_at = now;
-    else if (now - moved_at > stuck_after)
+    else if (now - moved_at > stuck_after && !writer_degraded.load(std::memory_order_relaxed))
       writer_stuck.store(true, std::memory_order_relaxed);
     seen = now_seen;
   }

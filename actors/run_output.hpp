@@ -57,7 +57,11 @@ void writer_backlog_add(int64_t bytes); // before queueing; negative once writte
 bool writer_backlogged();
 // Blocks (in short sleeps) until the backlog is down to half the limit or
 // `stop` says to give up; not at all once the writer has taken nothing for
-// 30 s, until it takes something again.
+// 30 s, until it takes something again, unless the writer says it is
+// degraded: then it holds the output on purpose until the log takes it, and
+// agents wait as long as that lasts (an output without a place to go would
+// otherwise be lost).
 void wait_for_writer(const std::function<bool()>& stop);
+void set_writer_degraded(bool degraded);
 
 } // namespace hb::actors

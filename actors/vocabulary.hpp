@@ -38,7 +38,6 @@ using flush_atom = caf::atom_constant<caf::atom("flush")>;
 using prune_atom = caf::atom_constant<caf::atom("prune")>;
 using commit_atom = caf::atom_constant<caf::atom("commit")>;
 using watch_atom = caf::atom_constant<caf::atom("watch")>;
-using stats_atom = caf::atom_constant<caf::atom("stats")>;
 using retry_atom = caf::atom_constant<caf::atom("retry")>;
 using committed_atom = caf::atom_constant<caf::atom("committed")>;
 // log readers

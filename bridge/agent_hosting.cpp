@@ -37,7 +37,7 @@ std::shared_ptr<agent_host> create_agent(const std::string& session_id, const st
 
 int resolve_gateway_approval(const std::string& session_id, const std::string& choice,
                              const std::string& request_id, const std::string& token,
-                             const std::function<void(int)>& while_holding_gil) {
+                             const std::function<void(int, const std::string&)>& while_holding_gil) {
   if (auto& pool = the_host().pool)
     return pool->resolve_gateway(session_id, choice, request_id, token, while_holding_gil);
   return embedded_resolve_gateway_approval(session_id, choice, request_id, token, while_holding_gil);

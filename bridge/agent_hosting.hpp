@@ -32,11 +32,13 @@ std::shared_ptr<agent_host> create_agent(const std::string& session_id, const st
 // session's agent runs: how many waiting requests it released.
 // `while_holding_gil` runs with that count before the woken agent can do
 // anything else, so what it records is ordered before what the agent does
-// next (with 0 when the agent cannot be reached). Blocks.
+// next (with 0 and why, when the answer could not be routed: the agent
+// cannot be reached or its approval module failed; 0 and no reason: the
+// agent no longer waited). Blocks.
 // `request_id` / `token` name the request exactly (see embedded_agent.hpp).
 int resolve_gateway_approval(const std::string& session_id, const std::string& choice,
                              const std::string& request_id, const std::string& token,
-                             const std::function<void(int)>& while_holding_gil);
+                             const std::function<void(int, const std::string&)>& while_holding_gil);
 
 // Operations on a profile's agent environment, wherever its agents run.
 profile_host& profiles();

@@ -159,11 +159,14 @@ void log_writer::rollback() {
     runs_ = runs_at_begin_; // sequence numbers stay contiguous: no gap for rolled-back rows
   in_tx_ = false;
   pending_rows_ = 0;
-  insert_run_->reset();
-  insert_delta_->reset();
-  insert_event_->reset();
-  finish_run_->reset();
-  upsert_session_->reset();
+  // tryReset: reset() throws the statement's last error (SQLITE_FULL after
+  // a failed step), which killed the writer on a full disk: a rollback must
+  // not fail for the error it cleans up after.
+  insert_run_->tryReset();
+  insert_delta_->tryReset();
+  insert_event_->tryReset();
+  finish_run_->tryReset();
+  upsert_session_->tryReset();
 }
 
 } // namespace hb::storage

@@ -303,19 +303,27 @@ def resolve_gateway(session_id: str, choice: str, request_id: str = "", token: s
     """Answers exactly the gateway approval the client named: by its
     request_id (hermes-agent 0.20+), else through the agent's own queue
     entry, never "the oldest pending one", which may be another request.
-    Returns how many were released (0: it was no longer waiting)."""
+    Returns how many were released (0: it was no longer waiting). Raises
+    when the answer could not be routed at all, with the reason: the daemon
+    logs that reason, not a timeout that did not happen (the agent's own
+    deadline still denies the request)."""
     try:
         from tools import approval
-    except Exception:
-        return 0
+    except Exception as exc:
+        raise RuntimeError(f"tools.approval cannot be imported: {type(exc).__name__}: {exc}") from exc
     data = GATEWAY_REQUESTS.pop(token, None) if token else None
     if request_id and "request_id" in _parameters(approval.resolve_gateway_approval):
-        with contextlib.suppress(Exception):
+        try:
             return int(approval.resolve_gateway_approval(session_id, choice, request_id=request_id) or 0)
-        return 0
+        except Exception as exc:
+            raise RuntimeError(f"tools.approval.resolve_gateway_approval failed: "
+                               f"{type(exc).__name__}: {exc}") from exc
     queues, lock = getattr(approval, "_gateway_queues", None), getattr(approval, "_lock", None)
-    if data is None or not isinstance(queues, dict) or lock is None:
-        return 0  # cannot tell this request apart: let its own deadline deny it
+    if not isinstance(queues, dict) or lock is None:
+        raise RuntimeError("this hermes-agent gives gateway approvals no request_id and has no "
+                           "_gateway_queues: the answer cannot be routed to exactly this request")
+    if data is None:
+        return 0  # forgotten with its session: nothing waits for it
     with lock:
         queue = queues.get(session_id) or []
         entry = next((e for e in queue if getattr(e, "data", None) is data), None)

@@ -298,15 +298,17 @@ std::string embedded_profiles::call(const std::string& profile, const std::strin
 
 int embedded_resolve_gateway_approval(const std::string& session_id, const std::string& choice,
                                       const std::string& request_id, const std::string& token,
-                                      const std::function<void(int)>& while_holding_gil) {
+                                      const std::function<void(int, const std::string&)>& while_holding_gil) {
   py::gil_scoped_acquire gil;
   int released = 0;
+  std::string failure;
   try {
     released = adapter().attr("resolve_gateway")(session_id, choice, request_id, token).cast<int>();
-  } catch (const py::error_already_set&) {
-    released = 0;
+  } catch (const py::error_already_set& e) {
+    auto err = to_wire_error(e);
+    failure = err.type + ": " + err.what();
   }
-  while_holding_gil(released);
+  while_holding_gil(released, failure);
   return released;
 }
 

@@ -79,6 +79,6 @@ public:
 // anything the agent does next.
 int embedded_resolve_gateway_approval(const std::string& session_id, const std::string& choice,
                                       const std::string& request_id, const std::string& token,
-                                      const std::function<void(int)>& while_holding_gil);
+                                      const std::function<void(int, const std::string&)>& while_holding_gil);
 
 } // namespace hb::bridge

@@ -130,7 +130,7 @@ void worker_pool::forget(const std::string& session_id, const worker_process* pr
 
 int worker_pool::resolve_gateway(const std::string& session_id, const std::string& choice,
                                  const std::string& request_id, const std::string& token,
-                                 const std::function<void(int)>& before_agent_runs) {
+                                 const std::function<void(int, const std::string&)>& before_agent_runs) {
   std::shared_ptr<worker_process> proc;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -140,19 +140,23 @@ int worker_pool::resolve_gateway(const std::string& session_id, const std::strin
   }
   int released = 0;
   bool reported = false;
+  std::string failure = proc ? "the session's worker is not running" : "the session has no worker";
   if (proc && proc->alive()) {
+    failure = "the worker did not answer";
     // The worker writes its reply before the agent it woke can write
     // anything (FRAMES.md), and this hook runs before the next frame is
     // read: what it records comes before what the agent does next.
-    proc->call(worker::resolve_gateway{0, session_id, choice, request_id, token}, std::chrono::seconds(15),
+    auto answer = proc->call(worker::resolve_gateway{0, session_id, choice, request_id, token}, std::chrono::seconds(15),
                [&](const reply& r) {
       released = r.ok ? std::atoi(r.value.c_str()) : 0;
-      before_agent_runs(released);
+      before_agent_runs(released, r.ok ? std::string() : r.error_type + ": " + r.error);
       reported = true;
     });
+    if (!reported && !answer.error.empty())
+      failure = answer.error; // its deadline, or its death
   }
   if (!reported)
-    before_agent_runs(0);
+    before_agent_runs(0, failure);
   return released;
 }
 

@@ -41,7 +41,7 @@ public:
   // tools.approval.resolve_gateway_approval in the worker hosting `session_id`.
   int resolve_gateway(const std::string& session_id, const std::string& choice, const std::string& request_id,
                       const std::string& token,
-                      const std::function<void(int)>& before_agent_runs);
+                      const std::function<void(int, const std::string&)>& before_agent_runs);
   std::string call(const std::string& profile, const std::string& op, const std::string& args_json) override;
 
   // Workers without sessions or live turns that were idle past idle_timeout

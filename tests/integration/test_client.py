@@ -107,9 +107,26 @@ class ReplayThroughTheDaemon(unittest.TestCase):
             resolved = events_named(full[again["run_id"]]["events"], "approval.resolved")
             self.assertEqual([e["choice"] for e in resolved], ["deny"])  # this client's answer, not the recording's
 
+    def test_a_live_run_is_refused_and_the_replay_ends(self):
+        """A run still streaming has no end to copy: its replay ends at once
+        with a clear error (it used to copy `running` and never finish)."""
+        with Bridge() as b:
+            live = b.chat("o", "script:stream 400 20")
+            b.wait_event(live["run_id"], "stream.delta")
+            again = b.chat("viewer", "", replay=live["run_id"])
+            replayed = b.wait_done(again["run_id"], timeout=10)
+            self.assertEqual(replayed["status"], "error")
+            self.assertIn("still running", replayed["error"])
+            self.assertEqual(b.request({"action": "status", "session_id": "viewer"})["running"], False)
+            self.assertEqual(b.request({"action": "get_output", "run_id": live["run_id"]})["status"], "running")
+            b.request({"action": "interrupt", "session_id": "o"})
+            self.assertEqual(b.wait_done(live["run_id"])["status"], "interrupted")
+            after = b.chat("viewer", "", replay=live["run_id"], wait=True)  # finished now: it replays
+            self.assertEqual(after["status"], "interrupted")
+
     def test_recorded_timing_is_scaled_and_interrupt_stops_it(self):
         with Bridge() as b:
-            slow = b.chat("s", "script:stream 30 20", wait=True)
+            slow = b.chat("s", "script:stream 40 50", wait=True)  # 2 s; its replay at 10x about 0.2 s
             started = time.monotonic()
             fast = b.chat("v", "", replay=slow["run_id"], speed=10, wait=True)
             elapsed = time.monotonic() - started

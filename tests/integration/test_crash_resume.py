@@ -44,7 +44,10 @@ class Poller(threading.Thread):
 class CrashResume(unittest.TestCase):
     def test_kill_9_at_random_moments(self):
         rng = random.Random(20261130)
-        first = Bridge()
+        # A long gateway deadline: the approval each round asks must still be
+        # pending at the kill, however slow the machine.
+        first = Bridge(config={"model": {"default": "fake-model", "provider": "fake"},
+                               "approvals": {"timeout": 120}})
         home, db = first.home, first.home / "hermes-bridge" / "events.db"
         bridge = first.start()
         try:
@@ -66,6 +69,8 @@ class CrashResume(unittest.TestCase):
         pollers = [Poller(bridge, run_id) for run_id in runs.values()]
         for p in pollers:
             p.start()
+        # Committed, so a client saw it: the kill comes while it is pending.
+        pending = bridge.wait_event(runs[asking], "approval.requested", timeout=20)
         time.sleep(rng.uniform(0.02, 0.6))
         bridge.proc.send_signal(signal.SIGKILL)
         bridge.proc.wait(10)
@@ -79,6 +84,13 @@ class CrashResume(unittest.TestCase):
 
         for p in pollers:
             self.assert_shown_is_kept(restarted, p)
+        cut = restarted.request({"action": "get_result", "run_id": runs[asking]})
+        self.assertEqual(cut["status"], "interrupted")  # it waited for its answer when killed
+        self.assertEqual([e["approval_id"] for e in events_named(cut["events"], "approval.requested")],
+                         [pending["approval_id"]])
+        self.assertEqual([(e["approval_id"], e["choice"], e.get("reason"))
+                          for e in events_named(cut["events"], "approval.resolved")],
+                         [(pending["approval_id"], "deny", "daemon restarted")])
         for sid, run_id in runs.items():
             result = restarted.request({"action": "get_result", "run_id": run_id})
             if result["status"] == "interrupted":

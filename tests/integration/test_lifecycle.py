@@ -287,9 +287,80 @@ class Shutdown(unittest.TestCase):
             drained = second.request({"action": "get_result", "run_id": live["run_id"]})
             self.assertEqual(drained["status"], "interrupted")
             self.assertGreater(len(drained["deltas"]), 0)
+            # Drained, not recovered: the run ended in the first daemon with
+            # its agent's own result (the text it had streamed), and the
+            # second daemon found nothing to recover.
+            names = [e["event"] for e in drained["events"]]
+            self.assertNotIn("bridge.recovered", names)
+            self.assertIsNone(drained.get("error"), drained.get("error"))
+            self.assertIsInstance(drained["result"], dict, drained["result"])
+            self.assertIs(drained["result"]["interrupted"], True)
+            self.assertEqual(drained["result"]["final_response"], "".join(drained["deltas"]))
+            self.assertLess(len(drained["deltas"]), 500)  # cut by the drain, not finished
+            self.assertIn("runs_interrupted=0", second.stderr())
         finally:
             second.stop()
             first.stop()
+
+
+FAULTS = {"HERMES_BRIDGE_TEST_FAULTS": "actions"}  # the test_fault action (actors/test_faults.hpp)
+
+
+class FailureIsVisible(unittest.TestCase):
+    """An actor the daemon cannot run without dies: the daemon settles what
+    it can, says why and exits non-zero, so its supervisor restarts it; the
+    next daemon recovers from the log."""
+
+    def lose(self, fault: str, actor: str) -> None:
+        db = Bridge().dir / "events.db"
+        first = Bridge(args=["--db", str(db)], env=FAULTS).start()
+        second = None
+        try:
+            kept = first.chat("keep", "script:say kept", wait=True)
+            live = first.chat("live", "script:stream 500 20")
+            first.wait_event(live["run_id"], "stream.delta")
+            try:
+                first.request({"action": "test_fault", "fault": fault}, timeout=5)
+            except (OSError, ValueError):
+                pass  # the broker may be gone before it answers
+            self.assertNotEqual(first.proc.wait(30), 0, first.stderr())
+            log = first.stderr()
+            self.assertIn(f"event=daemon.actor_died actor={actor}", log)
+            self.assertIn("event=daemon.stopped", log)
+            self.assertIn("exit_code=1", log)
+            first.proc.stdout.close()
+            second = Bridge(args=["--db", str(db)]).start()
+            self.assertEqual(second.request({"action": "get_result", "run_id": kept["run_id"]}), kept)
+            cut = second.request({"action": "get_result", "run_id": live["run_id"]})
+            self.assertEqual(cut["status"], "interrupted")
+        finally:
+            if second:
+                second.stop()
+            first.stop()
+
+    def test_a_dead_log_writer_stops_the_daemon_non_zero(self):
+        self.lose("kill_writer", "log_writer")
+
+    def test_a_dead_broker_stops_the_daemon_non_zero(self):
+        self.lose("kill_broker", "broker")
+
+    def test_a_reader_that_could_not_open_the_log_retries(self):
+        with Bridge(env={"HERMES_BRIDGE_TEST_FAULTS": "reader_open_fails"}) as b:
+            self.assertIn("event=log.reader_open_failed", b.stderr())
+            done = b.chat("s", "script:say hello", wait=True)
+            self.assertEqual(done["status"], "complete", done)
+            self.assertIn("hello", done["output"])
+            for _ in range(4):  # every reader, in turn
+                again = b.request({"action": "get_result", "run_id": done["run_id"]})
+                self.assertEqual(again["status"], "complete", again)
+            self.assertIn("event=log.reader_opened", b.stderr())
+
+    def test_without_the_fault_setting_there_is_no_fault_action(self):
+        with Bridge() as b:
+            reply = b.request({"action": "test_fault", "fault": "kill_writer"})
+            self.assertEqual(reply["ok"], False)
+            self.assertIn("unknown action", reply["error"])
+            self.assertTrue(b.request({"action": "ping"})["pong"])
 
 
 if __name__ == "__main__":

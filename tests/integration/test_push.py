@@ -49,7 +49,7 @@ def subscribe(bridge: Bridge, **fields) -> socket.socket:
 class LongPoll(unittest.TestCase):
     def test_returns_on_news_and_at_wait_ms_when_nothing_happens(self):
         with Bridge() as b:
-            run = b.chat("lp", "script:stream 3 600;sleep 1500;say end")["run_id"]
+            run = b.chat("lp", "script:stream 3 600;sleep 4000;say end")["run_id"]
             first = b.request({"action": "get_output", "run_id": run, "wait_ms": 100})
             cursors = {"cursor": first["cursor"], "event_cursor": first["event_cursor"]}
             started = time.monotonic()
@@ -57,7 +57,7 @@ class LongPoll(unittest.TestCase):
             waited = time.monotonic() - started
             self.assertRegex(news["delta"], r"^d\d $")
             self.assertLess(waited, 5.0)  # the next delta, not the 10 s deadline
-            # during the agent's 1.5 s sleep nothing is committed: the answer comes at wait_ms
+            # during the agent's 4 s sleep nothing is committed: the answer comes at wait_ms
             b.wait_event(run, "reasoning.available")
             quiet = b.request({"action": "get_output", "run_id": run})
             started = time.monotonic()
@@ -66,7 +66,7 @@ class LongPoll(unittest.TestCase):
             waited = time.monotonic() - started
             self.assertEqual((empty["delta"], empty["events"], empty["done"]), ("", [], False))
             self.assertGreaterEqual(waited, 0.29)
-            self.assertLess(waited, 1.2)
+            self.assertLess(waited, 3.0)  # at wait_ms, with room for a slow machine; not at the next news
             b.wait_done(run)
 
     def test_done_run_answers_at_once_and_include_output_false_drops_output(self):

@@ -228,6 +228,26 @@ class QuestionTest(unittest.TestCase):
             self.assertEqual([e["choice"] for e in resolved], ["deny"],
                              f"the log must say what the agent got (deny): {resolved}")
 
+    def test_an_answer_the_agent_could_not_take_says_why_not_timeout(self):
+        """The agent's approval module raises when the answer is handed to
+        it: the log and the run say so (the agent's own deadline still
+        denies), instead of calling it a timeout that never happened."""
+        b = Bridge(config=config(2), env={"FAKE_AGENT_BROKEN_RESOLVE": "approval store is locked"})
+        with b:
+            run = self.start(b, "g-broken", "approve-gw rm -rf /;say after")
+            ev = b.wait_event(run, "approval.requested")
+            r = self.respond(b, ev["approval_id"], "once")
+            self.assertIs(r["resolved"], False, r)
+            res = self.finish(b, run, timeout=20)
+            self.assertIn("choice=deny ", res["output"])  # fail closed all the same
+            resolved = events_named(res["events"], "approval.resolved")
+            self.assertEqual(len(resolved), 1, resolved)
+            self.assertEqual(resolved[0]["choice"], "deny")
+            self.assertNotEqual(resolved[0].get("reason"), "timeout", resolved[0])
+            self.assertIn("approval store is locked", resolved[0].get("reason", ""))
+            self.assertTrue(b.log_has("event=approval.route_failed", timeout=5), b.stderr())
+            self.assertIn("approval store is locked", b.stderr())
+
     # -- answering twice ----------------------------------------------------------
     def test_answer_twice(self):
         with long_deadlines() as b:

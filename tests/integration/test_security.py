@@ -85,16 +85,6 @@ class Directories(unittest.TestCase):
         self.assertIn(f"socket directory {shared} is writable by group or others", message)
         self.assertFalse((shared / "bridge.sock").exists())
 
-    def test_a_socket_directory_of_another_user_is_refused(self):
-        if os.geteuid() != 0:
-            self.skipTest("needs root to hand a directory to another user")
-        b = Bridge()
-        theirs = b.dir / "theirs"
-        theirs.mkdir(mode=0o755)
-        os.chown(theirs, 12345, 12345)
-        b.endpoint = f"ipc://{theirs}/bridge.sock"
-        self.assertIn(f"socket directory {theirs} belongs to uid 12345", self.refused(b))
-
     def test_a_root_owned_sticky_directory_like_tmp_is_accepted(self):
         # Hermes Studio's default endpoint is ipc:///tmp/hermes-agent-bridge.sock.
         b = Bridge()
@@ -154,22 +144,13 @@ class Tokens(unittest.TestCase):
             self.assertNotIn("access.no_token", b.stderr())
 
     def test_loopback_is_the_bound_address_not_the_name(self):
-        # "localhost" resolves to loopback: served; the daemon's own
-        # non-loopback address is refused whatever it is called.
+        # "localhost" resolves to loopback: served. (The daemon's own
+        # non-loopback address, refused whatever it is called, is in
+        # test_security_outward: not every machine has one.)
         b = Bridge(transport="tcp")
         b.endpoint = f"tcp://localhost:{free_port()}"
         with b:
             self.assertIn("address=127.0.0.1:", b.stderr())
-        outward = [a for a in subprocess.run(["hostname", "-I"], capture_output=True, text=True).stdout.split()
-                   if "." in a and not a.startswith("127.")]
-        if not outward:
-            self.skipTest("this machine has no non-loopback IPv4 address")
-        c = Bridge(transport="tcp")
-        c.endpoint = f"tcp://{outward[0]}:{free_port()}"
-        with self.assertRaises(AssertionError) as refused:
-            c.start()
-        self.assertIn(f"is bound to {outward[0]}:", str(refused.exception))
-        c.stop()
 
     def test_the_terminal_client_sends_the_token(self):
         b = Bridge(transport="tcp")
@@ -340,7 +321,7 @@ class Limits(unittest.TestCase):
                             break
                     elapsed = time.monotonic() - started
                     self.assertIn(b"no complete request line within 1500 ms", answer)
-                    self.assertLess(elapsed, 4.0)  # the deadline, not the last byte, decides
+                    self.assertLess(elapsed, 12.0)  # the deadline, not the last byte (25 s on), decides
                     self.assertGreater(elapsed, 1.4)
 
     def test_bytes_held_in_unfinished_lines_are_capped(self):
@@ -374,7 +355,7 @@ class Limits(unittest.TestCase):
             started = time.monotonic()
             self.assertTrue(b.request({"action": "ping"})["pong"])
             waited = time.monotonic() - started
-            self.assertLess(waited, 2.0)  # served, not queued behind them
+            self.assertLess(waited, 10.0)  # served, not queued behind their 30 s read deadlines
             self.assertEqual(b.request({"action": "health"})["connections"], 2001)
             for sock in silent:
                 sock.close()

@@ -148,17 +148,16 @@ class WorkerHostTest(unittest.TestCase):
             add_profile(b, "slow", {})
             add_profile(b, "fast", {})
             b.chat("warm", "hi", profile="fast", wait=True)  # its worker is up
-            started = time.monotonic()
-            b.chat("warm", "hi", profile="fast", wait=True)
-            alone = time.monotonic() - started
-            slow = b.chat("slow", "script:hang 3000;say done", profile="slow")
-            time.sleep(0.3)
-            started = time.monotonic()
+            # The slow profile's turn holds its worker's thread for 8 s: the
+            # fast one is done while it still runs (no timing compared, so a
+            # slow machine or a sanitizer build cannot make it flake).
+            slow = b.chat("slow", "script:hang 8000;say done", profile="slow")
+            b.wait_event(slow["run_id"], "bridge.context.ready")
             fast = b.chat("warm", "script:say quick", profile="fast", wait=True)
-            beside = time.monotonic() - started
             self.assertEqual(fast["output"], "quick")
-            self.assertLess(beside, alone + 0.3, f"alone {alone:.3f} s, next to a slow turn {beside:.3f} s")
-            self.assertEqual(b.wait_done(slow["run_id"])["status"], "complete")
+            self.assertFalse(b.request({"action": "get_output", "run_id": slow["run_id"]})["done"],
+                             "the fast profile's turn waited for the slow one")
+            self.assertEqual(b.wait_done(slow["run_id"], timeout=60)["status"], "complete")
 
     def test_kill_9_of_one_worker_ends_only_its_runs_and_its_session_resumes(self):
         with Bridge(args=WORKER) as b:
@@ -298,27 +297,13 @@ class WorkerHostTest(unittest.TestCase):
 
 class EmbeddedHostWithAVenv(unittest.TestCase):
     """The embedded host borrows the agent's venv when it is of its own
-    Python version, and refuses one of another version, naming both."""
+    Python version (one of another version is refused: in
+    test_worker_other_python, since not every machine has another Python)."""
 
     def test_a_venv_of_the_daemons_python_lends_its_site_packages(self):
         with VenvRoot(args=["--agent-host", "embedded"], env={"PYTHONPATH": ""}) as b:
             done = b.chat("s", "hello embedded", wait=True)
             self.assertEqual((done["status"], done["output"]), ("complete", "echo: hello embedded"), done)
-
-    def test_a_venv_of_another_python_is_a_clear_error(self):
-        other = sorted(glob.glob("/root/.pyenv/versions/3.1[2-9]*/bin/python3"))
-        if not other:
-            self.skipTest("no Python other than 3.11 here to make a venv with")
-        b = VenvRoot(python=other[0], args=["--agent-host", "embedded"])
-        try:
-            with self.assertRaises(AssertionError) as caught:
-                b.start()
-            message = str(caught.exception)
-            self.assertIn("is Python 3.1", message)
-            self.assertIn("the embedded host runs Python 3.11", message)
-            self.assertIn("--agent-host worker", message)
-        finally:
-            b.stop()
 
 
 if __name__ == "__main__":

@@ -87,12 +87,20 @@ def _resolve(session_key, choice, resolve_all=False, reason=None, request_id=Non
     return len(targets)
 
 
+# FAKE_AGENT_BROKEN_RESOLVE=<text>: resolving raises RuntimeError(<text>),
+# like an approval module that fails (the bridge must log that reason).
+_BROKEN = os.environ.get("FAKE_AGENT_BROKEN_RESOLVE", "")
+
 if _LEGACY:
     def resolve_gateway_approval(session_key, choice, resolve_all=False, reason=None) -> int:
+        if _BROKEN:
+            raise RuntimeError(_BROKEN)
         return _resolve(session_key, choice, resolve_all, reason)
 else:
     def resolve_gateway_approval(session_key, choice, resolve_all=False, reason=None,
                                  request_id=None) -> int:
+        if _BROKEN:
+            raise RuntimeError(_BROKEN)
         return _resolve(session_key, choice, resolve_all, reason, request_id)
 
 
