@@ -1,6 +1,6 @@
-"""The benchmark harness (scripts/bench) in its tiny --quick form: every
-workload must produce numbers for both bridges. No timing assertions: this
-only keeps the harness working."""
+"""The benchmark harnesses (scripts/bench, scripts/bench-hosts) in their tiny
+form: every workload must produce numbers for every bridge. No timing
+assertions: this only keeps the harnesses working."""
 
 from __future__ import annotations
 
@@ -55,6 +55,47 @@ class BenchQuickTest(unittest.TestCase):
                     self.assertTrue(workloads[name]["runs"][kind], f"{name}: no runs of {kind}")
             self.assertTrue(workloads[name]["rows"], f"{name}: no table rows")
         self.assertTrue(is_number(workloads["W5"]["ours"].get("replay.s")), "W5: replay was not timed")
+
+
+    def test_host_comparison_and_profile_isolation_have_numbers_for_every_host(self) -> None:
+        # Two of W1 to W7 (the others are scripts/bench's, run above) and the
+        # isolation part; the real-agent part needs the real agent and minutes.
+        harness.seed_script()
+        bridge = harness.bridge_binary()
+        with tempfile.TemporaryDirectory(prefix="hb-bench-hosts-test-") as tmp:
+            out = Path(tmp) / "bench-hosts.json"
+            cmd = [harness.PYTHON, str(harness.REPO / "scripts" / "bench-hosts"), "--tiny", "--only",
+                   "hosts,isolation", "--workloads", "W3,W4", "--json", str(out)]
+            source = harness.REPO / "tests" / "bench" / "loadgen.cpp"
+            loadgen = bridge.parent / "hb_loadgen"
+            if not (loadgen.exists() and loadgen.stat().st_mtime >= source.stat().st_mtime):
+                loadgen = Path(tmp) / "hb_loadgen"
+            cmd += ["--loadgen", str(loadgen)]
+            if (bridge.parent / "hb_log_bench").exists():
+                cmd += ["--log-bench", str(bridge.parent / "hb_log_bench")]
+            env = dict(os.environ, HERMES_BRIDGE_BIN=str(bridge))
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+            self.assertEqual(proc.returncode, 0, f"scripts/bench-hosts failed:\n{proc.stdout}\n{proc.stderr}")
+            doc = json.loads(out.read_text())
+
+        self.assertIn("| W3 |", proc.stdout)
+        self.assertIn("## Profile isolation", proc.stdout)
+        hosts = doc["hosts"]
+        self.assertEqual(sorted(hosts), ["W3", "W4"])
+        for name, columns in (("W3", ["seed", "embedded", "worker", "worker x2"]),
+                              ("W4", ["seed", "embedded", "worker"])):
+            self.assertEqual(sorted(hosts[name]["medians"]), sorted(columns))
+            for column in columns:
+                with self.subTest(workload=name, bridge=column):
+                    metrics = hosts[name]["medians"][column]
+                    self.assertTrue(metrics, f"{name}: no numbers for {column}")
+                    bad = {k: v for k, v in metrics.items() if not is_number(v)}
+                    self.assertFalse(bad, f"{name} {column}: not numbers: {bad}")
+        for column, metrics in doc["isolation"]["medians"].items():
+            with self.subTest(isolation=column):
+                for key in ("alone_s", "beside_s", "delay_s"):
+                    self.assertTrue(is_number(metrics.get(key)), f"isolation {column}: no {key}")
+        self.assertLessEqual({"embedded", "worker"}, set(doc["isolation"]["medians"]))
 
 
 if __name__ == "__main__":
