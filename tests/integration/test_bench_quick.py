@@ -21,26 +21,32 @@ def is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
+def run_bench(script: str, args: list[str], tmp: str) -> tuple[subprocess.CompletedProcess, dict]:
+    """Runs scripts/<script> on the daemon under test; its printout and its --json document."""
+    bridge = harness.bridge_binary()  # SkipTest when not built
+    out = Path(tmp) / f"{script}.json"
+    cmd = [harness.PYTHON, str(harness.REPO / "scripts" / script), *args, "--json", str(out)]
+    # Binaries next to the daemon under test when built there; otherwise
+    # the load generator is compiled into the temporary directory.
+    source = harness.REPO / "tests" / "bench" / "loadgen.cpp"
+    loadgen = bridge.parent / "hb_loadgen"
+    if not (loadgen.exists() and loadgen.stat().st_mtime >= source.stat().st_mtime):
+        loadgen = Path(tmp) / "hb_loadgen"
+    cmd += ["--loadgen", str(loadgen)]
+    if (bridge.parent / "hb_log_bench").exists():
+        cmd += ["--log-bench", str(bridge.parent / "hb_log_bench")]
+    env = dict(os.environ, HERMES_BRIDGE_BIN=str(bridge))
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    if proc.returncode != 0:
+        raise AssertionError(f"scripts/{script} failed:\n{proc.stdout}\n{proc.stderr}")
+    return proc, json.loads(out.read_text())
+
+
 class BenchQuickTest(unittest.TestCase):
     def test_every_workload_has_numbers_for_both_bridges(self) -> None:
         harness.seed_script()  # SkipTest without the seed
-        bridge = harness.bridge_binary()  # SkipTest when not built
         with tempfile.TemporaryDirectory(prefix="hb-bench-test-") as tmp:
-            out = Path(tmp) / "bench.json"
-            cmd = [harness.PYTHON, str(harness.REPO / "scripts" / "bench"), "--quick", "--tiny", "--json", str(out)]
-            # Binaries next to the daemon under test when built there; otherwise
-            # the load generator is compiled into the temporary directory.
-            source = harness.REPO / "tests" / "bench" / "loadgen.cpp"
-            loadgen = bridge.parent / "hb_loadgen"
-            if not (loadgen.exists() and loadgen.stat().st_mtime >= source.stat().st_mtime):
-                loadgen = Path(tmp) / "hb_loadgen"
-            cmd += ["--loadgen", str(loadgen)]
-            if (bridge.parent / "hb_log_bench").exists():
-                cmd += ["--log-bench", str(bridge.parent / "hb_log_bench")]
-            env = dict(os.environ, HERMES_BRIDGE_BIN=str(bridge))
-            proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
-            self.assertEqual(proc.returncode, 0, f"scripts/bench failed:\n{proc.stdout}\n{proc.stderr}")
-            doc = json.loads(out.read_text())
+            proc, doc = run_bench("bench", ["--quick", "--tiny"], tmp)
 
         self.assertIn("| W1 |", proc.stdout)  # the table was printed
         workloads = doc["workloads"]
@@ -56,27 +62,12 @@ class BenchQuickTest(unittest.TestCase):
             self.assertTrue(workloads[name]["rows"], f"{name}: no table rows")
         self.assertTrue(is_number(workloads["W5"]["ours"].get("replay.s")), "W5: replay was not timed")
 
-
     def test_host_comparison_and_profile_isolation_have_numbers_for_every_host(self) -> None:
         # Two of W1 to W7 (the others are scripts/bench's, run above) and the
         # isolation part; the real-agent part needs the real agent and minutes.
         harness.seed_script()
-        bridge = harness.bridge_binary()
         with tempfile.TemporaryDirectory(prefix="hb-bench-hosts-test-") as tmp:
-            out = Path(tmp) / "bench-hosts.json"
-            cmd = [harness.PYTHON, str(harness.REPO / "scripts" / "bench-hosts"), "--tiny", "--only",
-                   "hosts,isolation", "--workloads", "W3,W4", "--json", str(out)]
-            source = harness.REPO / "tests" / "bench" / "loadgen.cpp"
-            loadgen = bridge.parent / "hb_loadgen"
-            if not (loadgen.exists() and loadgen.stat().st_mtime >= source.stat().st_mtime):
-                loadgen = Path(tmp) / "hb_loadgen"
-            cmd += ["--loadgen", str(loadgen)]
-            if (bridge.parent / "hb_log_bench").exists():
-                cmd += ["--log-bench", str(bridge.parent / "hb_log_bench")]
-            env = dict(os.environ, HERMES_BRIDGE_BIN=str(bridge))
-            proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
-            self.assertEqual(proc.returncode, 0, f"scripts/bench-hosts failed:\n{proc.stdout}\n{proc.stderr}")
-            doc = json.loads(out.read_text())
+            proc, doc = run_bench("bench-hosts", ["--tiny", "--only", "hosts,isolation", "--workloads", "W3,W4"], tmp)
 
         self.assertIn("| W3 |", proc.stdout)
         self.assertIn("## Profile isolation", proc.stdout)
