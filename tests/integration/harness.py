@@ -298,3 +298,70 @@ def free_port() -> int:
 
 def events_named(events: list[dict], name: str) -> list[dict]:
     return [e for e in events if e.get("event") == name]
+
+
+# -- what a process tree does while nobody talks to it --------------------------------
+
+def process_tree(pid: int) -> list[int]:
+    """`pid` and its descendants (the daemon's worker processes)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            # The command may contain spaces and parentheses: the ppid follows the last ')'.
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+    tree, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        tree.append(p)
+        todo += children.get(p, [])
+    return tree
+
+
+def thread_activity(pid: int) -> dict[str, tuple[int, int]]:
+    """Per thread of `pid` and its descendants: (CPU time in ns, times it was
+    put on a CPU), keyed "pid/tid name". Both come from
+    /proc/<pid>/task/<tid>/schedstat (on-CPU time, wait time, timeslices
+    run); a thread that sleeps until something wakes it adds one timeslice
+    per wake-up, so the sum over a quiet interval counts wake-ups."""
+    out: dict[str, tuple[int, int]] = {}
+    for p in process_tree(pid):
+        try:
+            tids = os.listdir(f"/proc/{p}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            base = f"/proc/{p}/task/{tid}"
+            try:
+                on_cpu, _, slices = Path(f"{base}/schedstat").read_text().split()[:3]
+                name = Path(f"{base}/comm").read_text().strip()
+            except (OSError, ValueError):
+                continue  # the thread ended meanwhile
+            out[f"{p}/{tid} {name}"] = (int(on_cpu), int(slices))
+    return out
+
+
+def idle_activity(pid: int, seconds: float) -> dict[str, Any]:
+    """What the process tree of `pid` does over `seconds` while left alone:
+    CPU in % of one core, wake-ups per second, and the threads that woke."""
+    before = thread_activity(pid)
+    started = time.monotonic()
+    time.sleep(seconds)
+    after = thread_activity(pid)
+    wall = time.monotonic() - started
+    cpu_ns = wakeups = 0
+    busiest: dict[str, int] = {}
+    for key, (ns, slices) in after.items():
+        ns0, slices0 = before.get(key, (0, 0))  # a thread started meanwhile counts from zero
+        cpu_ns += ns - ns0
+        wakeups += slices - slices0
+        if slices > slices0:
+            busiest[key] = slices - slices0
+    return {"seconds": wall, "cpu_pct": 100.0 * cpu_ns / (wall * 1e9), "wakeups_per_s": wakeups / wall,
+            "processes": len(process_tree(pid)), "threads": len(after),
+            "woken": dict(sorted(busiest.items(), key=lambda kv: -kv[1]))}
