@@ -623,7 +623,7 @@ void stop_turn(session_actor* self, const std::string& why, bool daemon_stops = 
     return;
   auto agent = st.agent;
   std::string message = protocol::dumps(json(why));
-  blocking_detach(self, [agent, message, daemon_stops] {
+  blocking_detach(self, [agent, message, daemon_stops, broker = st.links.broker, id = st.id, why] {
     try {
       if (daemon_stops)
         agent->let_go(message);
@@ -632,8 +632,10 @@ void stop_turn(session_actor* self, const std::string& why, bool daemon_stops = 
     } catch (const protocol::wire_error&) {
       // An agent that cannot be interrupted finishes its turn on its own.
     }
+    // Its questions are settled only now: an approval denied before the
+    // agent knew of the interrupt let it go on with the rest of its turn.
+    caf::anon_send(broker, cancel_atom::value, id, why);
   });
-  self->send(st.links.broker, cancel_atom::value, st.id, why);
 }
 
 caf::behavior session_behavior(session_actor* self, std::string id, session_links links,

@@ -346,14 +346,15 @@ class FailureIsVisible(unittest.TestCase):
 
     def test_a_reader_that_could_not_open_the_log_retries(self):
         with Bridge(env={"HERMES_BRIDGE_TEST_FAULTS": "reader_open_fails"}) as b:
-            self.assertIn("event=log.reader_open_failed", b.stderr())
+            # (readers open the log as they start, beside the ready line)
+            self.assertTrue(b.log_has("event=log.reader_open_failed", timeout=10), b.stderr())
             done = b.chat("s", "script:say hello", wait=True)
             self.assertEqual(done["status"], "complete", done)
             self.assertIn("hello", done["output"])
             for _ in range(4):  # every reader, in turn
                 again = b.request({"action": "get_result", "run_id": done["run_id"]})
                 self.assertEqual(again["status"], "complete", again)
-            self.assertIn("event=log.reader_opened", b.stderr())
+            self.assertTrue(b.log_has("event=log.reader_opened", timeout=10), b.stderr())
 
     def test_without_the_fault_setting_there_is_no_fault_action(self):
         with Bridge() as b:
