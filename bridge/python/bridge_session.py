@@ -115,6 +115,11 @@ class Session:
     def on_tool_start(self, call_id: Any, name: Any, args: Any) -> None:
         self.event({"event": "tool.started", "tool_call_id": str(call_id) if call_id else "",
                     "tool_name": str(name) if name else "", "args": args if args else {}})
+        # A tool may take the process down (os._exit, a crashing extension, the
+        # OOM killer): a worker hands the daemon what it holds before it runs.
+        flush = getattr(self.sink, "flush", None)
+        if callable(flush):
+            flush()
 
     def on_tool_complete(self, call_id: Any, name: Any, args: Any, result: Any = None) -> None:
         self.event({"event": "tool.completed", "tool_call_id": str(call_id) if call_id else "",

@@ -30,6 +30,10 @@ import worker_frames as frames
 from bridge_json import clean_text
 from bridge_profiles import environment
 
+# How long a tool's start waits for queued frames to be sent (the daemon
+# reads them at once unless its log is backlogged, when it stops reading).
+FLUSH_WAIT_S = 1.0
+
 # How long a turn may take to stop once the daemon is gone, before the
 # process exits anyway (its threads are the agent's and may not listen).
 EXIT_GRACE_S = 3.0
@@ -136,6 +140,10 @@ class Turn:
 
     def event(self, json_text: str) -> None:
         self.worker.conn.send_for(self, "event", json=json_text)
+
+    def flush(self) -> None:
+        """What this worker has queued reaches the daemon before a tool runs."""
+        self.worker.conn.drain(FLUSH_WAIT_S)
 
     def gateway_notify(self, request_json: str, timeout_s: float) -> None:
         self.worker.conn.send_for(self, "notify", request=request_json, timeout_s=float(timeout_s))

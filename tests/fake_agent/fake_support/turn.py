@@ -75,7 +75,7 @@ class Turn:
             "print": lambda arg: print(arg, file=sys.stdout, flush=True),
             "leak-thread": self._step_leak_thread,
             # A tool that takes its whole process down (in a worker host, the worker).
-            "exit": lambda arg: os._exit(int(arg or 0)),
+            "exit": lambda arg: self._run_tool("terminal", f"exit {arg}", "", body=lambda: os._exit(int(arg or 0))),
             "pid": lambda arg: self._api_call(f"pid={os.getpid()} "),
         }
 
@@ -147,8 +147,9 @@ class Turn:
             self.agent._emit("tool_progress_callback", "reasoning.available", "_thinking",
                              sent[:500], None)
 
-    def _run_tool(self, name, arg, result, running_ms=0) -> None:
-        """Tool execution on the turn thread, with the real callback order."""
+    def _run_tool(self, name, arg, result, running_ms=0, body=None) -> None:
+        """Tool execution on the turn thread, with the real callback order;
+        `body` runs as the tool's own work (after its start callbacks)."""
         agent = self.agent
         call_id = agent._next_call_id()
         args = {"arg": arg}
@@ -159,6 +160,8 @@ class Turn:
         agent._emit("stream_delta_callback", None)  # end-of-segment sentinel
         agent._emit("tool_progress_callback", "tool.started", name, arg[:40], args)
         agent._emit("tool_start_callback", call_id, name, args)
+        if body is not None:
+            body()
         self._sleep(running_ms, True)
         agent._emit("tool_progress_callback", "tool.completed", name, None, None,
                     duration=0.01, is_error=False, result=result)
