@@ -78,7 +78,9 @@ class RealAgentBase:
         cls.model.wait(10)
 
     def turn(self, session: str, message: str, **fields) -> dict:
-        done = self.bridge.chat(session, message, wait=True, timeout=120, **fields)
+        # (the socket waits as long as the turn may: a first turn builds the agent)
+        done = self.bridge.request({"action": "chat", "session_id": session, "message": message, "wait": True,
+                                    "timeout": 120, **fields}, timeout=150)
         self.assertTrue(done.get("ok"), done)
         return done
 
