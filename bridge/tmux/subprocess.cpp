@@ -62,6 +62,19 @@ std::vector<char*> c_strings(std::vector<std::string>& strings) {
 
 } // namespace
 
+void init_child_spawnattr(posix_spawnattr_t& attr, short extra_flags) {
+  posix_spawnattr_init(&attr);
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  for (int sig : {SIGPIPE, SIGTERM, SIGINT, SIGHUP})
+    sigaddset(&defaults, sig);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr, static_cast<short>(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | extra_flags));
+}
+
 process_result run_process(const std::vector<std::string>& argv_in, const std::string& input,
                            std::chrono::milliseconds deadline, const process_env& env) {
   pipe_pair in, out, err;
@@ -71,19 +84,7 @@ process_result run_process(const std::vector<std::string>& argv_in, const std::s
   posix_spawn_file_actions_adddup2(&actions, out.fd[1], 1);
   posix_spawn_file_actions_adddup2(&actions, err.fd[1], 2);
   posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  // The daemon blocks SIGTERM/SIGINT for its signal thread; the child must not inherit that.
-  sigset_t none;
-  sigemptyset(&none);
-  posix_spawnattr_setsigmask(&attr, &none);
-  sigset_t defaults;
-  sigemptyset(&defaults);
-  sigaddset(&defaults, SIGPIPE);
-  sigaddset(&defaults, SIGTERM);
-  sigaddset(&defaults, SIGINT);
-  sigaddset(&defaults, SIGHUP);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  init_child_spawnattr(attr);
 
   std::vector<std::string> argv = argv_in;
   std::vector<std::string> envs = child_environment(env);

@@ -3,6 +3,8 @@
 // embedded interpreter, and nothing may run between fork and exec.
 #pragma once
 
+#include <spawn.h>
+
 #include <chrono>
 #include <map>
 #include <string>
@@ -27,6 +29,12 @@ struct process_env {
 // Throws std::system_error when the program cannot be started at all.
 process_result run_process(const std::vector<std::string>& argv, const std::string& input,
                            std::chrono::milliseconds deadline, const process_env& env = {});
+
+// Attributes for a child of the daemon: no blocked signals (the daemon
+// blocks SIGTERM/SIGINT for its signal thread) and the default action for
+// SIGPIPE, SIGTERM, SIGINT and SIGHUP; `extra_flags` are added to those the
+// setup needs. Pair with posix_spawnattr_destroy.
+void init_child_spawnattr(posix_spawnattr_t& attr, short extra_flags = 0);
 
 // The first PATH entry holding an executable `name` (or `name` itself when it
 // contains a slash and is executable); empty when there is none.

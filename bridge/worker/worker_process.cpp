@@ -1,6 +1,7 @@
 #include "bridge/worker/worker_process.hpp"
 
 #include "bridge/python/embedded_modules.hpp"
+#include "bridge/tmux/subprocess.hpp"
 
 #include "protocol/json_text.hpp"
 #include "protocol/wire_error.hpp"
@@ -125,19 +126,10 @@ std::shared_ptr<worker_process> worker_process::start(const launch_options& how,
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addclosefrom_np(&actions, 4);      // no client socket leaks into the agent
   posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none;
-  sigemptyset(&none);
-  posix_spawnattr_setsigmask(&attr, &none);
-  sigset_t defaults;
-  sigemptyset(&defaults);
-  for (int sig : {SIGPIPE, SIGTERM, SIGINT, SIGHUP})
-    sigaddset(&defaults, sig);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
   // Its own process group: a Ctrl-C meant for the daemon does not reach the
   // agent, which the daemon stops itself once its runs are drained.
+  init_child_spawnattr(attr, POSIX_SPAWN_SETPGROUP);
   posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
   pid_t pid = -1;
   int rc = ::posix_spawnp(&pid, c_argv[0], &actions, &attr, c_argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
