@@ -60,9 +60,8 @@ void pin_allocator_thresholds() {
 // variable until a job arrives, which wakes one of them at once. Stealing
 // buys little here: the actors that work (the log writer and readers, runs)
 // are detached, the broker runs on the I/O thread, and what the workers run
-// (sessions) is light and brief. (What the polling did buy: it kept the
-// VM's vCPUs awake, so W1's keepalive pings ran about a fifth faster; see
-// tests/bench/RESULTS.md, W0.)
+// (sessions) is light and brief. W1 and W4, measured pair by pair against
+// work-stealing, lost nothing (tests/bench/RESULTS.md, W0).
 void quiet_scheduler(caf::actor_system_config& cfg) {
   cfg.set("scheduler.policy", caf::atom("sharing"));
 }

@@ -33,6 +33,9 @@ class run_output;
 // log has been quiet for a while.
 void note_output_moved(size_t bytes);
 
+// After a commit or a prune: the checkpointer, if it sleeps, looks again.
+void wake_checkpointer();
+
 // A delta or event of a live run for the writer, through the run's queue
 // (see run_output.hpp; `queue` may be null: it is looked up by run id). A
 // run without a queue (closed, or never a live one) gets a message of its

@@ -1,4 +1,5 @@
 #include "actors/session.hpp"
+#include "actors/session_parts.hpp"
 
 #include "actors/blocking_call.hpp"
 #include "actors/chat_request.hpp"
@@ -24,47 +25,14 @@
 
 namespace hb::actors {
 
+namespace session_parts {
+
 using protocol::error_line;
+using actors::error_line; // for caf::error (actors/errors.hpp): both overloads here
 using protocol::json;
 using protocol::object_writer;
-using agent_ptr = std::shared_ptr<bridge::agent_host>;
-
-namespace {
 
 constexpr std::chrono::seconds interrupt_sync_limit{10};
-
-struct session_state {
-  std::string id;
-  session_links links;
-  agent_ptr agent;
-  bool created = false;   // an agent was built and the session is listed
-  bool busy = false;      // building the agent or running a turn
-  bool destroyed = false; // dropped by the broker; lives on only to finish its run
-  bool dormant = false;   // known from the log or idle-collected: listed, no agent yet
-  bool history_loaded = true; // false for dormant sessions until someone needs it
-  std::string run_id;     // the live run, empty when idle
-  double created_at = 0;
-  double last_used_at = 0;
-  std::string config = "{}";
-  std::string profile, model, provider;
-  std::string harness = "embedded"; // or "native": the hermes TUI in tmux
-  std::string workspace;            // where the agent's tools run (native: the TUI)
-  std::optional<switch_model> pending_switch; // asked for during a turn: applied after it
-  std::string history = "[]";
-  int64_t message_count = 0;
-  // Steers accepted while idle: clear_interrupt() before the next turn would
-  // drop them, so they are handed to that turn again once it is armed.
-  std::string idle_steer;
-  std::shared_ptr<std::atomic<bool>> replay_stop; // the live run is a replay
-  std::map<std::string, caf::response_promise> starting; // chat replies due when armed
-  std::map<std::string, caf::response_promise> waiting;  // chat {wait:true} replies due at the end
-  std::map<uint64_t, caf::response_promise> syncing;     // interrupt replies due when idle
-  std::vector<caf::response_promise> draining;           // daemon shutdown
-  uint64_t next_sync = 0;
-  static inline const char* name = "session";
-};
-
-using session_actor = caf::stateful_actor<session_state>;
 
 // The session as `list` shows it; `status` adds "exists" after the id.
 std::string session_entry(const session_state& st, bool with_exists) {
@@ -102,12 +70,6 @@ void persist(session_actor* self) {
   self->send(st.links.writer, put_sess_atom::value, st.id, st.created_at, st.last_used_at,
              st.config, st.history_loaded, st.history, st.message_count, st.destroyed);
 }
-
-// Switches the live agent's model in place; `done` hears whether it worked
-// (false: the error type and message).
-// `why` is empty when the switch worked.
-using switch_done = std::function<void(session_actor*, const caf::error& why)>;
-void apply_switch(session_actor* self, switch_model want, bool announce, switch_done done);
 
 // `close` also ends what the agent runs outside the daemon (a native
 // session's tmux server): on destroy and replacement, not on idle collection.
@@ -223,9 +185,6 @@ void set_config_field(session_state& st, const char* key, const std::string& val
   doc[key] = value;
   st.config = protocol::dumps(doc);
 }
-
-// What to do once the agent is built: `resumed` when it came back from the log.
-using after_build = std::function<void(session_actor*, bool resumed, caf::response_promise&)>;
 
 void build_agent(session_actor* self, agent_recipe recipe, caf::response_promise rp,
                  after_build then) {
@@ -443,130 +402,6 @@ void with_agent(session_actor* self, caf::response_promise rp, Op op, OnDone on_
           [=](caf::error& err) mutable { rp.deliver(std::move(err)); }); // the broker encodes it
 }
 
-// -- what Hermes Studio asks besides chat -------------------------------------
-
-// A named operation on the agent (agent_host::call) on a thread of its own:
-// its JSON answer, or the agent's error.
-auto call_agent(session_actor* self, std::string op, std::string args) {
-  return blocking_call(self, [agent = self->state.agent, op = std::move(op), args = std::move(args)]() {
-    return catch_wire([&] { return agent->call(op, args); });
-  });
-}
-
-void log_switch_failure(const std::string& id, const std::string& why) {
-  log_event(log_level::warn, "session.model_switch_failed", why, {{"session", id}});
-}
-
-std::string switch_line(const std::string& id, const switch_model& want, bool loaded, bool switched,
-                        const char* reason = nullptr, bool deferred = false) {
-  object_writer w;
-  w.boolean("ok", true).str("session_id", id).str("model", want.model).str("provider", want.provider)
-    .boolean("loaded", loaded).boolean("switched", switched);
-  if (deferred)
-    w.boolean("deferred", true);
-  if (reason)
-    w.str("reason", reason);
-  return w.finish();
-}
-
-// The agent switches model in place (its conversation stays); the config
-// follows, and (`announce`) the next turn is told by the adapter.
-void apply_switch(session_actor* self, switch_model want, bool announce, switch_done done) {
-  std::string args = protocol::object_writer{}
-                       .str("model", want.model)
-                       .str("provider", want.provider)
-                       .boolean("announce", announce)
-                       .finish();
-  call_agent(self, "switch_model", std::move(args))
-    .then(
-      [=](std::string& payload) {
-        auto& st = self->state;
-        auto got = json::parse(payload, nullptr, false);
-        auto text = [&](const char* key) {
-          return got.is_object() && got[key].is_string() ? got[key].get<std::string>() : std::string();
-        };
-        st.model = text("model");
-        st.provider = text("provider");
-        auto doc = json::parse(st.config, nullptr, false);
-        if (doc.is_object() && got.is_object()) {
-          for (const char* key : {"model", "provider", "base_url", "api_mode"})
-            doc[key] = got[key];
-          st.config = protocol::dumps(doc);
-        }
-        persist(self);
-        done(self, caf::error{});
-      },
-      [=](caf::error& err) {
-        log_switch_failure(self->state.id, error_message(err));
-        done(self, err);
-      });
-}
-
-void on_switch_model(session_actor* self, switch_model want, caf::response_promise rp) {
-  auto& st = self->state;
-  if (!st.created || st.dormant || !st.agent || st.harness == "native")
-    return rp.deliver(switch_line(st.id, want, false, false, "session_not_loaded"));
-  if (st.busy) {
-    st.pending_switch = want;
-    return rp.deliver(switch_line(st.id, want, true, false, "session_running", true));
-  }
-  apply_switch(self, std::move(want), true, [rp](session_actor* self, const caf::error& why) mutable {
-    auto& st = self->state;
-    if (why)
-      rp.deliver(why); // the broker encodes it
-    else
-      rp.deliver(switch_line(st.id, switch_model{st.model, st.provider}, true, true));
-  });
-}
-
-// The estimate runs beside a live turn (it only reads the agent); a session
-// without an agent gets one first, as a chat would build it.
-void on_estimate(session_actor* self, estimate_context msg, caf::response_promise rp) {
-  auto& st = self->state;
-  auto estimate = [args = msg.args](session_actor* self, bool, caf::response_promise& rp) {
-    auto& st = self->state;
-    st.busy = !st.run_id.empty();
-    persist(self);
-    json base;
-    base["ok"] = true;
-    base["session_id"] = st.id;
-    base["profile"] = st.profile.empty() ? "default" : st.profile;
-    base["model"] = st.model;
-    base["provider"] = st.provider.empty() ? json() : json(st.provider);
-    call_agent(self, "context_estimate", args)
-      .then(
-        [=](std::string& payload) mutable {
-          json out = base;
-          auto info = json::parse(payload, nullptr, false);
-          if (info.is_object())
-            for (auto it = info.begin(); it != info.end(); ++it)
-              out[it.key()] = it.value();
-          rp.deliver(protocol::dumps(out), true);
-        },
-        [=](caf::error& err) mutable { rp.deliver(error_line(err), true); });
-  };
-  if (st.harness == "native" && st.created)
-    return rp.deliver(error_line(protocol::runtime_error(
-                        "context_estimate is not available for native sessions (the TUI keeps its own)")),
-                      true);
-  if (st.agent && st.agent->usable() && !st.dormant)
-    return estimate(self, false, rp);
-  if (st.busy)
-    return rp.deliver(error_line(protocol::runtime_error("session " + st.id + " is already running")),
-                      st.created);
-  auto recipe = std::move(msg.recipe);
-  if (st.created) { // rebuilt as it was
-    recipe.profile = st.profile;
-    recipe.model = st.model;
-    recipe.provider = st.provider;
-  }
-  recipe.harness = "embedded";
-  if (recipe.workspace.empty())
-    recipe.workspace = st.workspace;
-  st.busy = true;
-  build_agent(self, std::move(recipe), rp, estimate);
-}
-
 void on_interrupt(session_actor* self, const std::string& message, caf::response_promise rp) {
   auto& st = self->state;
   if (st.busy && st.replay_stop) { // a replay stops at its next event
@@ -638,9 +473,7 @@ void stop_turn(session_actor* self, const std::string& why, bool daemon_stops = 
   });
 }
 
-caf::behavior session_behavior(session_actor* self, std::string id, session_links links,
-                               std::shared_ptr<const storage::session_row> dormant) {
-  auto& st = self->state;
+void init_state(session_state& st, std::string id, session_links links, const storage::session_row* dormant) {
   st.id = std::move(id);
   st.links = std::move(links);
   if (dormant) {
@@ -651,144 +484,140 @@ caf::behavior session_behavior(session_actor* self, std::string id, session_link
     st.message_count = dormant->message_count;
     adopt_config(st, dormant->config);
   }
+}
+
+void on_armed(session_actor* self, const std::string& run_id) {
+  auto& st = self->state;
+  if (auto it = st.starting.find(run_id); it != st.starting.end()) {
+    it->second.deliver(chat_started_line(run_id, st.id), true);
+    st.starting.erase(it);
+  }
+}
+
+// A chat {wait: true} gets the run's result: at its end, or at its timeout.
+void answer_waiting(session_actor* self, const std::string& run_id) {
+  auto& st = self->state;
+  if (auto it = st.waiting.find(run_id); it != st.waiting.end()) {
+    deliver_result(self, run_id, it->second);
+    st.waiting.erase(it);
+  }
+}
+
+void on_run_done(session_actor* self, const std::string& run_id) {
+  answer_waiting(self, run_id);
+  auto& st = self->state;
+  if (st.busy)
+    return;
+  for (auto& rp : st.draining)
+    rp.deliver(true);
+  st.draining.clear();
+  if (st.destroyed)
+    finish_destroy(self);
+}
+
+void on_sync_due(session_state& st, uint64_t ticket) {
+  if (auto it = st.syncing.find(ticket); it != st.syncing.end()) {
+    it->second.deliver(interrupted_line(st.id, false));
+    st.syncing.erase(it);
+  }
+}
+
+std::tuple<bool, std::string> profile_answer(const session_state& st) {
+  return {st.created, st.profile.empty() ? std::string("default") : st.profile};
+}
+
+std::tuple<bool, double, std::string, std::string> status_answer(const session_state& st) {
+  return {st.created, st.created_at, session_entry(st, false), session_entry(st, true)};
+}
+
+void on_history(session_actor* self, caf::response_promise rp) {
+  auto& st = self->state;
+  auto answer = [id = st.id](const std::string& history) {
+    return object_writer{}.boolean("ok", true).str("session_id", id).raw("history", history).finish();
+  };
+  if (!st.created)
+    return rp.deliver(error_line(protocol::key_error("unknown session: " + st.id)));
+  if (st.history_loaded)
+    return rp.deliver(answer(st.history));
+  self->request(st.links.reader, caf::infinite, history_atom::value, st.id)
+    .then([=](std::string& history) mutable { rp.deliver(answer(history)); },
+          [=](caf::error& err) mutable {
+            rp.deliver(error_line("RuntimeError", "event log read failed: " + caf::to_string(err)));
+          });
+}
+
+bool on_destroy(session_actor* self) {
+  auto& st = self->state;
+  bool existed = st.created;
+  st.destroyed = true;
+  persist(self);
+  if (st.busy)
+    stop_turn(self, "Session destroyed");
+  else
+    finish_destroy(self);
+  return existed;
+}
+
+// Collecting frees the agent; the session stays listed and resumes on its
+// next chat, exactly as after a restart.
+bool collect_if_idle(session_actor* self, int64_t idle_seconds) {
+  auto& st = self->state;
+  if (st.busy || st.dormant || !st.agent ||
+      now_seconds() - st.last_used_at < static_cast<double>(idle_seconds))
+    return false;
+  release_agent(self);
+  st.dormant = true;
+  return true;
+}
+
+void on_drain(session_actor* self, caf::response_promise rp) {
+  auto& st = self->state;
+  if (!st.busy)
+    return rp.deliver(true);
+  st.draining.push_back(rp);
+  stop_turn(self, "hermes-bridge is shutting down", true);
+}
+
+caf::behavior session_behavior(session_actor* self, std::string id, session_links links,
+                               std::shared_ptr<const storage::session_row> dormant) {
+  init_state(self->state, std::move(id), std::move(links), dormant.get());
+  // Answers that wait for the agent or the log go through a promise.
+  auto later = [self](auto on, auto&&... args) {
+    auto rp = self->make_response_promise();
+    on(self, std::forward<decltype(args)>(args)..., rp);
+    return rp;
+  };
   return {
-    [=](chat_atom, const std::string& request) {
-      auto rp = self->make_response_promise();
-      on_chat(self, request, rp);
-      return rp;
-    },
-    [=](armed_atom, const std::string& run_id) {
-      auto& st = self->state;
-      if (auto it = st.starting.find(run_id); it != st.starting.end()) {
-        it->second.deliver(chat_started_line(run_id, st.id), true);
-        st.starting.erase(it);
-      }
-    },
+    [=](chat_atom, const std::string& request) { return later(on_chat, request); },
+    [=](armed_atom, const std::string& run_id) { on_armed(self, run_id); },
     [=](closing_atom, const std::string& run_id, bool has_history, std::string& history,
         int64_t message_count) { on_closing(self, run_id, has_history, history, message_count); },
-    [=](run_done_atom, const std::string& run_id) {
-      auto& st = self->state;
-      if (auto it = st.waiting.find(run_id); it != st.waiting.end()) {
-        deliver_result(self, run_id, it->second);
-        st.waiting.erase(it);
-      }
-      if (!st.busy) {
-        for (auto& rp : st.draining)
-          rp.deliver(true);
-        st.draining.clear();
-        if (st.destroyed)
-          finish_destroy(self);
-      }
-    },
-    [=](wait_due_atom, const std::string& run_id) {
-      auto& st = self->state;
-      if (auto it = st.waiting.find(run_id); it != st.waiting.end()) {
-        deliver_result(self, run_id, it->second);
-        st.waiting.erase(it);
-      }
-    },
-    [=](interrupt_atom, const std::string& message) {
-      auto rp = self->make_response_promise();
-      on_interrupt(self, message, rp);
-      return rp;
-    },
-    [=](sync_due_atom, uint64_t ticket) {
-      auto& st = self->state;
-      if (auto it = st.syncing.find(ticket); it != st.syncing.end()) {
-        it->second.deliver(interrupted_line(st.id, false));
-        st.syncing.erase(it);
-      }
-    },
-    [=](steer_atom, const std::string& text) {
-      auto rp = self->make_response_promise();
-      on_steer(self, text, rp);
-      return rp;
-    },
-    [=](estimate_context& msg) {
-      auto rp = self->make_response_promise();
-      on_estimate(self, std::move(msg), rp);
-      return rp;
-    },
-    [=](switch_model& msg) {
-      auto rp = self->make_response_promise();
-      on_switch_model(self, std::move(msg), rp);
-      return rp;
-    },
-    [=](const profile_of&) {
-      auto& st = self->state;
-      return std::make_tuple(st.created, st.profile.empty() ? std::string("default") : st.profile);
-    },
-    [=](history_atom) {
-      auto rp = self->make_response_promise();
-      auto& st = self->state;
-      auto answer = [id = st.id](const std::string& history) {
-        return object_writer{}.boolean("ok", true).str("session_id", id).raw("history", history).finish();
-      };
-      if (!st.created) {
-        rp.deliver(error_line(protocol::key_error("unknown session: " + st.id)));
-      } else if (st.history_loaded) {
-        rp.deliver(answer(st.history));
-      } else {
-        self->request(st.links.reader, caf::infinite, history_atom::value, st.id)
-          .then([=](std::string& history) mutable { rp.deliver(answer(history)); },
-                [=](caf::error& err) mutable {
-                  rp.deliver(error_line("RuntimeError", "event log read failed: " + caf::to_string(err)));
-                });
-      }
-      return rp;
-    },
-    [=](status_atom) {
-      auto& st = self->state;
-      return std::make_tuple(st.created, st.created_at, session_entry(st, false),
-                             session_entry(st, true));
-    },
-    [=](destroy_atom) {
-      auto& st = self->state;
-      bool existed = st.created;
-      st.destroyed = true;
-      persist(self);
-      if (st.busy) {
-        stop_turn(self, "Session destroyed");
-      } else {
-        finish_destroy(self);
-      }
-      return existed;
-    },
-    [=](gc_atom, int64_t idle_seconds) {
-      // Collecting frees the agent; the session stays listed and resumes on
-      // its next chat, exactly as after a restart.
-      auto& st = self->state;
-      if (st.busy || st.dormant || !st.agent ||
-          now_seconds() - st.last_used_at < static_cast<double>(idle_seconds))
-        return false;
-      release_agent(self);
-      st.dormant = true;
-      return true;
-    },
-    [=](drain_atom) {
-      auto rp = self->make_response_promise();
-      auto& st = self->state;
-      if (!st.busy) {
-        rp.deliver(true);
-      } else {
-        st.draining.push_back(rp);
-        stop_turn(self, "hermes-bridge is shutting down", true);
-      }
-      return rp;
-    },
+    [=](run_done_atom, const std::string& run_id) { on_run_done(self, run_id); },
+    [=](wait_due_atom, const std::string& run_id) { answer_waiting(self, run_id); },
+    [=](interrupt_atom, const std::string& message) { return later(on_interrupt, message); },
+    [=](sync_due_atom, uint64_t ticket) { on_sync_due(self->state, ticket); },
+    [=](steer_atom, const std::string& text) { return later(on_steer, text); },
+    [=](estimate_context& msg) { return later(on_estimate, std::move(msg)); },
+    [=](switch_model& msg) { return later(on_switch_model, std::move(msg)); },
+    [=](const profile_of&) { return profile_answer(self->state); },
+    [=](history_atom) { return later(on_history); },
+    [=](status_atom) { return status_answer(self->state); },
+    [=](destroy_atom) { return on_destroy(self); },
+    [=](gc_atom, int64_t idle_seconds) { return collect_if_idle(self, idle_seconds); },
+    [=](drain_atom) { return later(on_drain); },
   };
 }
 
-} // namespace
+} // namespace session_parts
 
 caf::actor spawn_session(caf::actor_system& sys, const std::string& session_id,
                          const session_links& links) {
-  return sys.spawn(session_behavior, session_id, links, std::shared_ptr<const storage::session_row>());
+  return sys.spawn(session_parts::session_behavior, session_id, links, std::shared_ptr<const storage::session_row>());
 }
 
 caf::actor spawn_dormant_session(caf::actor_system& sys, const storage::session_row& row,
                                  const session_links& links) {
-  return sys.spawn(session_behavior, row.session_id, links,
+  return sys.spawn(session_parts::session_behavior, row.session_id, links,
                    std::make_shared<const storage::session_row>(row));
 }
 

@@ -226,35 +226,51 @@ void worker_pool::start_housekeeping() {
 }
 
 std::string worker_pool::health_json() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  // Copied under the lock, read outside it: a worker's RSS comes from /proc,
+  // and ping (on the broker's thread) takes the same lock.
+  struct seen {
+    std::string profile;
+    size_t index;
+    std::shared_ptr<worker_process> proc;
+    size_t sessions;
+    int64_t starts, retired, crashes;
+    std::string last_death;
+  };
+  std::vector<seen> all;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [profile, slots] : slots_)
+      for (const auto& s : slots)
+        all.push_back({profile, s->index, s->proc, s->sessions, s->restarts, s->recycled, s->crashes,
+                       s->last_death});
+  }
   std::string workers = "[";
-  for (const auto& [profile, slots] : slots_)
-    for (const auto& s : slots) {
-      protocol::object_writer w;
-      w.str("profile", profile).integer("slot", static_cast<int64_t>(s->index));
-      bool alive = s->proc && s->proc->alive();
-      w.boolean("alive", alive);
-      if (s->proc) {
-        w.integer("pid", s->proc->pid())
-          .str("python", s->proc->info().python)
-          .str("python_version", s->proc->info().python_version)
-          .str("agent_version", s->proc->info().agent_version)
-          .integer("live_turns", static_cast<int64_t>(s->proc->live_turns()));
-        if (alive)
-          w.number("rss_mb", std::round(s->proc->rss_mb() * 10) / 10);
-        if (!s->proc->info().error.empty())
-          w.str("error", s->proc->info().error);
-        if (!alive)
-          w.str("exit", s->proc->death_reason());
-      }
-      w.integer("sessions", static_cast<int64_t>(s->sessions))
-        .integer("starts", s->restarts)
-        .integer("retired", s->recycled)
-        .integer("crashes_in_a_row", s->crashes);
-      if (!s->last_death.empty())
-        w.str("last_death", s->last_death);
-      workers += (workers.size() > 1 ? ", " : "") + w.finish();
+  for (const auto& s : all) {
+    protocol::object_writer w;
+    w.str("profile", s.profile).integer("slot", static_cast<int64_t>(s.index));
+    bool alive = s.proc && s.proc->alive();
+    w.boolean("alive", alive);
+    if (s.proc) {
+      w.integer("pid", s.proc->pid())
+        .str("python", s.proc->info().python)
+        .str("python_version", s.proc->info().python_version)
+        .str("agent_version", s.proc->info().agent_version)
+        .integer("live_turns", static_cast<int64_t>(s.proc->live_turns()));
+      if (alive)
+        w.number("rss_mb", std::round(s.proc->rss_mb() * 10) / 10);
+      if (!s.proc->info().error.empty())
+        w.str("error", s.proc->info().error);
+      if (!alive)
+        w.str("exit", s.proc->death_reason());
     }
+    w.integer("sessions", static_cast<int64_t>(s.sessions))
+      .integer("starts", s.starts)
+      .integer("retired", s.retired)
+      .integer("crashes_in_a_row", s.crashes);
+    if (!s.last_death.empty())
+      w.str("last_death", s.last_death);
+    workers += (workers.size() > 1 ? ", " : "") + w.finish();
+  }
   return workers + "]";
 }
 

@@ -161,6 +161,7 @@ def studio_view(obj: Any, kind: str) -> Any:
         out.pop("error_type", None)
     if out.get("pong") is True:
         out.pop("agent_root", None)
+    if out.get("pong") is True or "exists" in out:  # ping, status
         for key in OUR_PING_KEYS:
             out.pop(key, None)
     if kind == "studio" and isinstance(out.get("config"), dict):

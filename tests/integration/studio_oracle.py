@@ -1,5 +1,5 @@
 """Runs the differential test against Hermes Studio's own bridge
-(test_differential.StudioDifferentialTest) as a CTest test of its own, so
+(studio_differential.StudioDifferentialTest) as a CTest test of its own, so
 that CTest reports it skipped, not passed, when the bridge is not there.
 
 Run: HERMES_STUDIO_BRIDGE=$(scripts/studio-oracle) /usr/bin/python3 tests/integration/studio_oracle.py
@@ -19,6 +19,6 @@ if __name__ == "__main__":
               "hermes_bridge.py (scripts/studio-oracle extracts it from a fetched EKKOLearnAI/hermes-studio)")
         sys.exit(SKIP)
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    suite = unittest.defaultTestLoader.loadTestsFromName("test_differential.StudioDifferentialTest")
+    suite = unittest.defaultTestLoader.loadTestsFromName("studio_differential.StudioDifferentialTest")
     result = unittest.TextTestRunner(verbosity=2).run(suite)
     sys.exit(0 if result.wasSuccessful() and not result.skipped else 1)
