@@ -4,6 +4,8 @@ assertions: this only keeps the harnesses working."""
 
 from __future__ import annotations
 
+import importlib.machinery
+import importlib.util
 import json
 import math
 import os
@@ -61,6 +63,37 @@ class BenchQuickTest(unittest.TestCase):
                     self.assertTrue(workloads[name]["runs"][kind], f"{name}: no runs of {kind}")
             self.assertTrue(workloads[name]["rows"], f"{name}: no table rows")
         self.assertTrue(is_number(workloads["W5"]["ours"].get("replay.s")), "W5: replay was not timed")
+
+    def test_before_and_ours_are_compared_pair_by_pair(self) -> None:
+        # The same binary on both sides: the table must still count every pair.
+        harness.seed_script()
+        with tempfile.TemporaryDirectory(prefix="hb-bench-ab-test-") as tmp:
+            proc, doc = run_bench("bench", ["--tiny", "--only", "W1,W4", "--reps", "2",
+                                            "--before-bin", str(harness.bridge_binary())], tmp)
+        self.assertIn("Before and ours pair by pair", proc.stdout)
+        table = proc.stdout.split("Before and ours pair by pair", 1)[1]
+        rows = [line for line in table.splitlines() if line.startswith("| W")]
+        metrics = {line.split("|")[2].strip() for line in rows}
+        self.assertIn("ping.c1.keepalive.rps", metrics)
+        self.assertIn("subscribe.p99_ms", metrics)
+        for line in rows:
+            cells = [c.strip() for c in line.split("|")[1:-1]]
+            self.assertRegex(cells[5], r"^[0-2] of 2$", line)
+            self.assertIn(cells[7], ("higher", "lower"), line)
+        self.assertEqual(len(doc["workloads"]["W1"]["runs"]["before"]), 2)
+
+    def test_sign_test(self) -> None:
+        loader = importlib.machinery.SourceFileLoader("hb_bench", str(harness.REPO / "scripts" / "bench"))
+        bench = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
+        loader.exec_module(bench)
+        self.assertAlmostEqual(bench.sign_test_p(12, 3), 0.0352, places=4)
+        self.assertAlmostEqual(bench.sign_test_p(0, 9), 2 / 512, places=6)
+        self.assertEqual(bench.sign_test_p(3, 3), 1.0)
+        self.assertEqual(bench.sign_test_p(0, 0), 1.0)
+        self.assertEqual(bench.better_direction("ping.c16.keepalive.rps"), "higher")
+        self.assertEqual(bench.better_direction("wakeups_per_s"), "lower")
+        self.assertEqual(bench.better_direction("longpoll.p99_ms"), "lower")
+        self.assertIsNone(bench.better_direction("s16.sessions"))
 
     def test_host_comparison_and_profile_isolation_have_numbers_for_every_host(self) -> None:
         # Two of W1 to W7 (the others are scripts/bench's, run above) and the
