@@ -236,6 +236,11 @@ void native_session::impl::type(const std::string& text, milliseconds settle_lim
     std::this_thread::sleep_for(pane_poll);
   }
   std::this_thread::sleep_for(milliseconds(300));
+  // hermes 0.20 turns Enter after a trailing backslash into a line break,
+  // but only with the cursor at the draft's end: one step left, and Enter
+  // submits the draft as it is (older builds submit either way).
+  if (!collapses_as_paste(text) && enter_continues_line(text))
+    tmux.send_keys({"Left"});
   tmux.send_keys({"Enter"});
 }
 

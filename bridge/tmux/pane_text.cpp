@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <regex>
 #include <sstream>
+#include <string_view>
 
 namespace hb::bridge {
 
@@ -272,6 +273,17 @@ std::string paste_payload(const std::string& text) {
     } // other control bytes are dropped
   }
   return out;
+}
+
+bool enter_continues_line(const std::string& text) {
+  std::string_view rest(text);
+  if (rest.size() >= 2 && rest.substr(rest.size() - 2) == "\r\n")
+    rest.remove_suffix(2);
+  else if (!rest.empty() && (rest.back() == '\n' || rest.back() == '\r'))
+    rest.remove_suffix(1);
+  while (!rest.empty() && (rest.back() == ' ' || rest.back() == '\t'))
+    rest.remove_suffix(1);
+  return !rest.empty() && rest.back() == '\\';
 }
 
 std::string commit_needle(const std::string& text) {

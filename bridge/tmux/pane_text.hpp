@@ -21,6 +21,11 @@ std::string paste_payload(const std::string& text);
 // paste shows the placeholder instead: see tui_screen.hpp.)
 std::string commit_needle(const std::string& text);
 
+// Whether hermes 0.20 takes Enter after this draft (the paste of `text`,
+// cursor at its end) as a line break instead of a submit: a trailing
+// backslash, then only spaces or tabs (and at most one line break).
+bool enter_continues_line(const std::string& text);
+
 // The text Hermes stores for a submitted message, for comparing with a
 // state.db row: CRLF/CR as LF, surrounding whitespace stripped.
 std::string normalized_message(const std::string& text);

@@ -122,7 +122,10 @@ std::string settle_view(const std::string& pane) {
     if (status < upper)
       lines.erase(lines.begin() + static_cast<long>(status));
   }
-  static const std::regex countdown(R"(\((\s*)\d+(\.\d+)?s\))");
+  // "(57s)" (an approval's countdown), and hermes 0.20's live tool line
+  // "(  4.5s · ↓ 5 tok)", whose clock ticks every tenth of a second: a pane
+  // that changes only there has settled.
+  static const std::regex countdown(R"(\(\s*\d+(\.\d+)?s\b[^)]*\))");
   std::string out;
   for (const auto& line : lines)
     out += std::regex_replace(line, countdown, "(s)") + "\n";

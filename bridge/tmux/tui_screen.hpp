@@ -22,8 +22,8 @@ struct tui_screen {
 tui_screen read_tui_screen(const std::string& pane);
 
 // The pane as "has it settled?" compares it: without the status bar (the
-// line right above the input area) and with countdowns such as "(57s)"
-// reduced to "(s)".
+// line right above the input area) and with countdowns such as "(57s)" or
+// a running tool's "(  4.5s · ↓ 5 tok)" reduced to "(s)".
 std::string settle_view(const std::string& pane);
 
 // A message Hermes shows collapsed as `[Pasted text #N: M lines → FILE]`

@@ -77,7 +77,7 @@ class FakeHermesTest(unittest.TestCase):
     def keys(self, *keys, target="main"):
         self.assertEqual(self.tmux("send-keys", "-t", target, *keys).returncode, 0)
 
-    def deliver(self, text, target="main"):
+    def deliver(self, text, target="main", enter=("Enter",)):
         rows = self.rows()
         self.mark = rows[-1]["id"] if rows else 0  # final_reply() waits past this row
         self.keys("C-Home", target=target)
@@ -89,7 +89,7 @@ class FakeHermesTest(unittest.TestCase):
         else:
             line = [ln.strip() for ln in text.split("\n") if len(ln.strip()) >= 4][-1]
             self.wait_screen(line[:24].replace("\t", "^I"), target)
-        self.keys("Enter", target=target)
+        self.keys(*enter, target=target)
 
     def wait_screen(self, text, target="main"):
         """The pane's text once it shows `text`."""
@@ -174,14 +174,34 @@ class FakeHermesTest(unittest.TestCase):
         self.assertEqual(json.loads(call["function"]["arguments"]), {"command": "ls -la"})
         self.assertEqual((rows[2]["tool_call_id"], rows[2]["tool_name"]), (call["id"], "terminal"))
 
+    def test_a_running_tool_has_a_live_line_that_ticks(self):
+        self.start()
+        self.deliver("tool sleep 1.5")
+        first = re.search(r"💻 sleep 1\.5  \(\s*([\d.]+)s · ↓ 5 tok\)", self.wait_screen("tok)"))
+        self.assertIsNotNone(first)
+        later = self.wait_for(lambda: (m := re.search(r"\(\s*([\d.]+)s · ↓", self.capture())) and
+                              float(m.group(1)) > float(first.group(1)) and m, "the clock to move")
+        self.assertLess(float(later.group(1)), 1.6)
+        self.final_reply()
+        self.assertNotIn("tok)", self.capture())
+
     def test_multiline_message_arrives_verbatim(self):
         self.start()
         text = "first line\n\tindented\twith tabs\n\nlast line ends with a backslash \\"
-        self.deliver(text + "\n")  # a trailing newline is stripped on submit
+        # 0.20: Enter right after the trailing backslash continues the line...
+        self.deliver(text + "\n", enter=())  # a trailing newline is stripped on submit
+        self.keys("Enter")
+        self.wait_for(lambda: self.events("input")[-1]["bytes"] == r"\r", "the Enter")
+        time.sleep(0.2)
+        self.assertEqual([r["role"] for r in self.rows()], [])
+        self.assertNotIn("last line ends with a backslash \\", self.capture())
+        # ...and with the cursor one step left, it submits: the backslash stays
+        self.keys("C-c")  # clears the draft
+        self.deliver(text + "\n", enter=("Left", "Enter"))
         rows = self.final_reply()
         self.assertEqual(rows[0]["content"], text)
         pasted = [e["bytes"] for e in self.events("input") if "200~" in e["bytes"]]
-        self.assertEqual(len(pasted), 1)
+        self.assertEqual(len(pasted), 2)  # one paste each time
         # tmux turns each \n into \r inside the brackets and keeps the tab
         self.assertIn(r"\x1b[200~first line\r\tindented\twith tabs\r\rlast", pasted[0])
 

@@ -266,16 +266,18 @@ class NativeTurns(NativeFixture):
         self.assertIn("tick0 tick1 tick2 done", contents)  # it was not interrupted
 
     def test_steer_types_the_steer_command_and_its_answer_is_mirrored(self):
-        run_id = self.chat("n-steer", "tool sleep 2")["run_id"]
-        self.wait_for(lambda: "tool sleep 2" in self.user_rows(), what="user row")
-        time.sleep(0.5)
+        run_id = self.chat("n-steer", "tool sleep 2.5")["run_id"]
+        sock = self.native_status("n-steer")["config"]["tmux_socket"]
+        # While the tool runs, hermes 0.20 redraws its live line every 0.1 s: the
+        # steer must not wait for a still screen (the tool would end first).
+        self.wait_for(lambda: "tok)" in tmux(sock, "capture-pane", "-p", "-t", "main").stdout, what="live tool line")
         out = self.bridge.request({"action": "steer", "session_id": "n-steer", "text": "also check\nthe logs"})
         self.assertTrue(out["ok"], out)
         self.assertTrue(out["accepted"], out)
         done = self.bridge.wait_done(run_id, timeout=20)
         self.assertEqual(done["status"], "complete", done)
-        self.assertEqual(done["output"], "Let me run that.\n\nran sleep 2 (steered: also check the logs)")
-        self.assertEqual(self.user_rows(), ["tool sleep 2"])  # carried by the tool result, no turn of its own
+        self.assertEqual(done["output"], "Let me run that.\n\nran sleep 2.5 (steered: also check the logs)")
+        self.assertEqual(self.user_rows(), ["tool sleep 2.5"])  # carried by the tool result, no turn of its own
         self.assertTrue(any("/steer also check the logs" in k for k in self.keys_typed()))
         idle = self.bridge.request({"action": "steer", "session_id": "n-steer", "text": "nobody listens"})
         self.assertFalse(idle["accepted"], idle)

@@ -146,3 +146,14 @@ TEST_CASE("a long command's panel: row 5 views it, wrapped rows are joined back,
 TEST_CASE("a tab in the needle is looked for as the TUI draws it") {
   CHECK(commit_needle("a\tb and more") == "a^Ib and more");
 }
+
+TEST_CASE("Enter after a trailing backslash is hermes 0.20's line continuation") {
+  CHECK(enter_continues_line("ends with a backslash \\"));
+  CHECK(enter_continues_line("a\nb \\ \t"));
+  CHECK(enter_continues_line("a \\\n"));
+  CHECK(enter_continues_line("a \\\r\n"));
+  CHECK_FALSE(enter_continues_line("a \\\n\n"));
+  CHECK_FALSE(enter_continues_line("back\\slash inside"));
+  CHECK_FALSE(enter_continues_line("\\\nnext line"));
+  CHECK_FALSE(enter_continues_line(""));
+}

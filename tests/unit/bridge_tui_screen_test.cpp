@@ -49,6 +49,10 @@ TEST_CASE("settling ignores the status bar's clocks and countdowns") {
   CHECK(settle_view(screen_with("❯ ", " ⚕ fake-model │ 3s │ ⏲ 0s ")) ==
         settle_view(screen_with("❯ ", " ⚕ fake-model │ 4s │ ⏲ 1s ")));
   CHECK(settle_view("Enter to confirm  (57s)\n") == settle_view("Enter to confirm  (56s)\n"));
+  // hermes 0.20's live tool line, above the status bar, ticks every 0.1 s
+  CHECK(settle_view(screen_with("⚕ ❯ ", "  💻 sleep 4  (  4.5s · ↓ 5 tok)\n ⚕ fake-model │ 3s │ ⏱ 1s ")) ==
+        settle_view(screen_with("⚕ ❯ ", "  💻 sleep 4  ( 12.7s · ↓ 9 tok)\n ⚕ fake-model │ 3s │ ⏱ 2s ")));
+  CHECK(settle_view("💻 sleep 4  (4s · ↓ 5 tok)\n") != settle_view("💻 sleep 5  (4s · ↓ 5 tok)\n"));
   CHECK(settle_view(screen_with("❯ a")) != settle_view(screen_with("❯ b")));
 }
 
