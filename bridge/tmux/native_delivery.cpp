@@ -31,6 +31,9 @@ std::string without_whitespace(const std::string& s) {
 namespace {
 
 constexpr milliseconds commit_wait{5000};
+// How long a turn the TUI started for our message may run before its user
+// row shows (hermes 0.20 writes it once the agent is set up).
+constexpr milliseconds accepted_row_wait{120'000};
 constexpr double fresh_turn_s = 3;
 constexpr milliseconds unknown_layout_wait{5000};
 // Hermes may stamp its session a little before our clock read the launch.
@@ -286,21 +289,56 @@ int64_t native_session::impl::deliver_confirmed(const std::string& text, int64_t
     if (interrupt_sent || let_go) // before the chat was even answered: nothing is pasted
       throw protocol::runtime_error("interrupted before hermes accepted the message");
     type(text, options.settle_timeout);
-    auto until = clock_type::now() + options.confirm_timeout;
-    while (clock_type::now() < until) {
-      if (auto id = find_user_row(text, baseline)) {
-        own_turn = true; // before the input is free: a steer waiting for it may go in now
+    if (auto id = await_user_row(text, baseline, clock_type::now() + options.confirm_timeout, true))
+      return *id;
+    // No row yet, but a TUI that shows a turn running took the message: it
+    // was idle when we typed, and nothing else types while we hold the
+    // input. hermes 0.20 stores the first message only after "Initializing
+    // agent...", which a busy machine stretches past the wait; pasted again,
+    // the message would redirect the turn it started.
+    if (took_the_message()) {
+      if (auto id = await_user_row(text, baseline, clock_type::now() + accepted_row_wait, false))
         return *id;
-      }
-      if (interrupt_sent || let_go)
-        throw protocol::runtime_error("interrupted before hermes accepted the message");
-      if (!tmux.alive())
-        throw protocol::runtime_error(exited_message);
-      std::this_thread::sleep_for(pane_poll);
+      throw protocol::runtime_error("hermes started a turn for the message but stored no user row for it in " +
+                                    state.path());
     }
   }
   throw protocol::runtime_error("hermes did not accept the message: no new user row in " +
                                 state.path() + " after 2 deliveries");
+}
+
+// Polls for the message's user row until `until`. With `pasted_only` (the
+// TUI may have dropped the paste) an interrupt ends the wait; once the TUI
+// runs the turn, it is the run's loop that stops it, so the wait goes on
+// while the turn shows running.
+std::optional<int64_t> native_session::impl::await_user_row(const std::string& text, int64_t baseline,
+                                                            clock_type::time_point until, bool pasted_only) {
+  while (clock_type::now() < until) {
+    if (auto id = find_user_row(text, baseline)) {
+      own_turn = true; // before the input is free: a steer waiting for it may go in now
+      return id;
+    }
+    if (pasted_only && (interrupt_sent || let_go))
+      throw protocol::runtime_error("interrupted before hermes accepted the message");
+    if (!tmux.alive())
+      throw protocol::runtime_error(exited_message);
+    if (!pasted_only && !took_the_message())
+      return find_user_row(text, baseline); // the turn is over: the row is there now or never
+    std::this_thread::sleep_for(pane_poll);
+  }
+  return std::nullopt;
+}
+
+// A turn runs, read twice (a capture in the middle of a redraw shows no
+// input area at all, which says nothing either way).
+bool native_session::impl::took_the_message() {
+  for (int look = 0; look < 5; ++look) {
+    tui_screen now = screen();
+    if (now.input_found)
+      return now.busy;
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  return true; // no input area seen: a panel or a redraw; keep waiting for the row
 }
 
 } // namespace hb::bridge

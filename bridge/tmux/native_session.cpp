@@ -427,8 +427,11 @@ bool native_session::steer(const std::string& text) {
     return false; // idle: a paste would start a turn nobody is mirroring
   std::lock_guard<std::mutex> lock(s.input_mu);
   // Idle at the prompt, /steer would be queued as a new turn; before our
-  // message is stored, the turn running is someone else's.
-  if (!s.own_turn || !s.screen().busy)
+  // message is stored, the turn running is someone else's. While a panel
+  // or prompt asks, what is typed answers it: its Enter would pick the
+  // highlighted row (an approval panel preselects "once").
+  tui_screen now = s.screen();
+  if (!s.own_turn || !now.busy || now.asking)
     return false;
   int64_t at = s.state.max_message_id();
   s.type("/steer " + flat, steer_settle);

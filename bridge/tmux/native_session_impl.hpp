@@ -97,6 +97,9 @@ struct native_session::impl {
 private:
   void pin(const std::string& id);
   std::string settle(milliseconds limit);
+  std::optional<int64_t> await_user_row(const std::string& text, int64_t baseline, clock_type::time_point until,
+                                        bool pasted_only);
+  bool took_the_message();
   void clear_draft();
   bool turn_just_stored();
   std::optional<int64_t> find_user_row(const std::string& text, int64_t baseline);

@@ -85,12 +85,15 @@ tui_screen read_tui_screen(const std::string& pane) {
   size_t at = first.find(arrow);
   std::string before = trim(first.substr(0, at));
   // Icons the TUI puts before ❯ for its states; a profile name ("coder ❯")
-  // is text, not a state.
-  for (const char* icon : {"⚕", "⚠", "🔐", "🔑", "✎"}) {
+  // is text, not a state. All but ⚕ mean the turn waits for an answer:
+  // ⚠ an approval, ? a clarify question (✎ its free-text answer), 🔐 🔑 a
+  // sudo password or a secret.
+  for (const char* icon : {"⚕", "⚠", "?", "✎", "🔐", "🔑"}) {
     std::string i(icon);
     if (before.size() >= i.size() && before.compare(before.size() - i.size(), i.size(), i) == 0) {
       screen.busy = true;
       screen.approval = i == "⚠";
+      screen.asking = i != "⚕";
     }
   }
   std::string rest = first.substr(at + arrow.size());

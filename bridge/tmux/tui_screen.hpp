@@ -12,9 +12,12 @@ namespace hb::bridge {
 struct tui_screen {
   bool input_found = false; // the input area was recognised (rules and the ❯ prompt)
   // A turn runs: the prompt shows a state icon before ❯ (⚕ agent running,
-  // ⚠ an approval waits) or the running turn's placeholder.
+  // or one of `asking`'s) or the running turn's placeholder.
   bool busy = false;
   bool approval = false;    // ⚠ before the prompt
+  // The turn waits for an answer in a panel or prompt (⚠ approval, ? or ✎
+  // clarify, 🔐 sudo, 🔑 secret): what is typed now answers it.
+  bool asking = false;
   std::string draft;        // the input's text, prompt and placeholder removed (tabs as ^I)
   int draft_lines = 0;      // rows the draft takes (0 when empty)
 };

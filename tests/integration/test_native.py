@@ -191,6 +191,34 @@ class NativeTurns(NativeFixture):
         self.assertEqual(self.user_rows(), [message])
         self.assertEqual(done["output"], "echo: " + message)
 
+    def test_a_clarify_question_in_the_terminal_keeps_the_turn_running_until_answered(self):
+        run_id = self.chat("n-clarify", "clarify Which colour? / red,blue")["run_id"]
+        sock = self.native_status("n-clarify")["config"]["tmux_socket"]
+        self.wait_for(lambda: "Hermes needs your input" in tmux(sock, "capture-pane", "-p", "-t", "main").stdout,
+                      what="the clarify panel")
+        time.sleep(4)  # past the 3 s in which a fresh row alone keeps a turn open
+        out = self.bridge.request({"action": "get_output", "run_id": run_id, "cursor": 0})
+        self.assertFalse(out["done"], out)  # "? ❯" is a turn waiting, not an idle prompt
+        tmux(sock, "send-keys", "-t", "main", "Down")
+        tmux(sock, "send-keys", "-t", "main", "Enter")  # the person at the TUI answers
+        done = self.bridge.wait_done(run_id, timeout=20)
+        self.assertEqual(done["status"], "complete", done)
+        self.assertTrue(done["output"].endswith("clarified: blue"), done)
+
+    def test_an_interrupt_while_a_clarify_question_shows_stops_the_turn(self):
+        run_id = self.chat("n-clarify-stop", "clarify Which colour? / red,blue")["run_id"]
+        sock = self.native_status("n-clarify-stop")["config"]["tmux_socket"]
+        self.wait_for(lambda: "Hermes needs your input" in tmux(sock, "capture-pane", "-p", "-t", "main").stdout,
+                      what="the clarify panel")
+        self.assertTrue(self.bridge.request({"action": "interrupt", "session_id": "n-clarify-stop"})["ok"])
+        done = self.bridge.wait_done(run_id, timeout=20)
+        self.assertEqual(done["status"], "interrupted", done)
+        # ...in the TUI too: the panel went with a Ctrl-C, nothing was picked
+        self.wait_for(lambda: "Hermes needs your input" not in tmux(sock, "capture-pane", "-p", "-t", "main").stdout,
+                      what="the clarify panel to go")
+        self.assertTrue(any(e.get("event") == "input" and "\\x03" in e["bytes"] for e in self.tui_log_entries()))
+        self.assertEqual([e for e in self.tui_log_entries() if e.get("event") == "clarify"], [])
+
     def test_compression_moves_to_a_child_session_and_the_mirror_follows(self):
         done = self.turn("n-compress", "compress the story so far")
         self.assertEqual(done["output"], "compressed: the story so far")
@@ -358,6 +386,26 @@ class NativeApprovals(NativeFixture):
         self.assertEqual([k["bytes"] for k in keys], ["2"])
         self.assertTrue(all(k["panel"] for k in keys), keys)
 
+    def test_a_steer_while_a_panel_shows_is_refused_and_answers_nothing(self):
+        # Typed into a panel, a steer's Enter would pick the highlighted row
+        # (the approval panel preselects "once"; a clarify panel, its first choice).
+        run_id = self.chat("n-steer-panel", "danger rm -rf /tmp/scratch")["run_id"]
+        asked = self.bridge.wait_event(run_id, "approval.requested", timeout=20)
+        out = self.bridge.request({"action": "steer", "session_id": "n-steer-panel", "text": "go on then"})
+        self.assertFalse(out["accepted"], out)
+        self.assertEqual([e for e in self.tui_log_entries() if e.get("event") == "approval"], [])
+        self.bridge.request({"action": "approval_respond", "approval_id": asked["approval_id"], "choice": "deny"})
+        self.assertIn("approval: deny", self.bridge.wait_done(run_id, timeout=20)["output"])
+        run_id = self.chat("n-steer-panel", "clarify Which colour? / red,blue")["run_id"]
+        sock = self.native_status("n-steer-panel")["config"]["tmux_socket"]
+        self.wait_for(lambda: "Hermes needs your input" in tmux(sock, "capture-pane", "-p", "-t", "main").stdout,
+                      what="the clarify panel")
+        out = self.bridge.request({"action": "steer", "session_id": "n-steer-panel", "text": "pick any"})
+        self.assertFalse(out["accepted"], out)
+        self.assertEqual([e for e in self.tui_log_entries() if e.get("event") == "clarify"], [])
+        self.assertTrue(self.bridge.request({"action": "interrupt", "session_id": "n-steer-panel"})["ok"])
+        self.assertEqual(self.bridge.wait_done(run_id, timeout=20)["status"], "interrupted")
+
     def test_a_choice_the_panel_does_not_offer_is_denied(self):
         run_id = self.chat("n-three", "danger3 shutdown now")["run_id"]
         asked = self.bridge.wait_event(run_id, "approval.requested", timeout=20)
@@ -434,6 +482,20 @@ class FirstMessageDrop(NativeFixture):
         self.assertEqual(done["status"], "interrupted", done)
         self.assertIn("before hermes accepted the message", done["error"])
         self.assertEqual(self.user_rows(), [])  # it was not pasted again
+
+
+class SlowFirstTurn(NativeFixture):
+    # 0.20 stores the first message only after "Initializing agent...", which
+    # on a busy machine outlasts --native-confirm-s (3 s here).
+    extra_env = {"FAKE_HERMES_INIT_S": "5"}
+
+    def test_a_message_the_tui_took_is_not_pasted_again_while_its_turn_starts(self):
+        done = self.turn("n-init", "take your time", timeout=40)
+        self.assertEqual(done["status"], "complete", done)
+        self.assertEqual(done["output"], "echo: take your time")
+        self.assertEqual(self.user_rows(), ["take your time"])
+        pastes = [e for e in self.tui_log_entries() if e.get("event") == "input" and "200~" in e["bytes"]]
+        self.assertEqual(len(pastes), 1, pastes)
 
 
 class NativeLifecycle(NativeFixture):

@@ -228,5 +228,21 @@ class RealTui(unittest.TestCase):
         self.assertEqual(done["status"], "complete", done)
 
 
+    def test_12_a_clarify_question_waits_for_the_terminal_and_refuses_a_steer(self):
+        sock = self.socket_path()
+        run_id = self.chat("clarify Which colour? / red,blue")
+        self.wait_for(lambda: "Hermes needs your input" in tmux(sock, "capture-pane", "-p", "-t", "main").stdout,
+                      timeout=60, what="the clarify panel")
+        out = self.bridge.request({"action": "steer", "session_id": "real", "text": "pick any"})
+        self.assertFalse(out.get("accepted"), out)  # its Enter would have picked the first choice
+        tmux(sock, "send-keys", "-t", "main", "Down")
+        time.sleep(0.3)
+        tmux(sock, "send-keys", "-t", "main", "Enter")
+        done = self.bridge.wait_done(run_id, timeout=60)
+        self.assertEqual(done["status"], "complete", done)
+        self.assertIn("blue", done["output"])
+        self.assertNotIn("pick any", done["output"])
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -33,7 +33,15 @@ TEST_CASE("the idle prompt, a running turn and an approval are told apart by the
   auto asking = read_tui_screen(screen_with("⚠ ❯ "));
   CHECK(asking.busy);
   CHECK(asking.approval);
+  CHECK(asking.asking);
+  CHECK_FALSE(running.asking);
+  auto question = read_tui_screen(screen_with("? ❯ "));  // a clarify panel (0.18.2 and 0.20.3)
+  CHECK(question.busy);
+  CHECK(question.asking);
+  CHECK_FALSE(question.approval);
+  CHECK(read_tui_screen(screen_with("🔐 ❯ ")).asking);
   auto profile = read_tui_screen(screen_with("coder ❯ draft"));
+
   CHECK_FALSE(profile.busy);
   CHECK(profile.draft == "draft");
   CHECK_FALSE(read_tui_screen("Loading Hermes…\n").input_found);
