@@ -299,6 +299,8 @@ int64_t native_session::impl::deliver_confirmed(const std::string& text, int64_t
     if (took_the_message()) {
       if (auto id = await_user_row(text, baseline, clock_type::now() + accepted_row_wait, false))
         return *id;
+      if (interrupt_sent || let_go)
+        throw protocol::runtime_error("interrupted before hermes accepted the message");
       throw protocol::runtime_error("hermes started a turn for the message but stored no user row for it in " +
                                     state.path());
     }
@@ -308,29 +310,44 @@ int64_t native_session::impl::deliver_confirmed(const std::string& text, int64_t
 }
 
 // Polls for the message's user row until `until`. With `pasted_only` (the
-// TUI may have dropped the paste) an interrupt ends the wait; once the TUI
-// runs the turn, it is the run's loop that stops it, so the wait goes on
-// while the turn shows running.
+// TUI may have dropped the paste) an interrupt ends the wait. Otherwise the
+// TUI runs the turn: an interrupt is its Ctrl-C, and the wait goes on while
+// the turn shows running (a turn stopped before its row was stored has none).
 std::optional<int64_t> native_session::impl::await_user_row(const std::string& text, int64_t baseline,
                                                             clock_type::time_point until, bool pasted_only) {
-  while (clock_type::now() < until) {
+  bool ctrl_c_sent = false;
+  for (bool last_look = false;;) {
     if (auto id = find_user_row(text, baseline)) {
       own_turn = true; // before the input is free: a steer waiting for it may go in now
       return id;
     }
-    if (pasted_only && (interrupt_sent || let_go))
-      throw protocol::runtime_error("interrupted before hermes accepted the message");
+    if (last_look || clock_type::now() >= until)
+      return std::nullopt;
     if (!tmux.alive())
       throw protocol::runtime_error(exited_message);
-    if (!pasted_only && !took_the_message())
-      return find_user_row(text, baseline); // the turn is over: the row is there now or never
-    std::this_thread::sleep_for(pane_poll);
+    if (pasted_only) {
+      if (interrupt_sent || let_go) {
+        if (interrupt_sent && took_the_message())
+          return std::nullopt; // taken after all: the wait for a taken message stops the turn
+        throw protocol::runtime_error("interrupted before hermes accepted the message");
+      }
+    } else {
+      if (let_go) // the daemon stops: the TUI goes on with the turn by itself
+        return std::nullopt;
+      if (interrupt_sent && !ctrl_c_sent) { // input_mu is ours: ctrl_c_if_busy would wait for it
+        tmux.send_keys({"C-c"});
+        last_ctrl_c = clock_type::now();
+        ctrl_c_sent = true;
+      }
+      last_look = !took_the_message(); // the turn is over: its row is there now or never
+    }
+    if (!last_look)
+      std::this_thread::sleep_for(pane_poll);
   }
-  return std::nullopt;
 }
 
-// A turn runs, read twice (a capture in the middle of a redraw shows no
-// input area at all, which says nothing either way).
+// Whether a turn runs, as the input area shows it (a capture in the middle
+// of a redraw shows no input area at all: looked at again).
 bool native_session::impl::took_the_message() {
   for (int look = 0; look < 5; ++look) {
     tui_screen now = screen();

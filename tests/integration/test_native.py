@@ -497,6 +497,19 @@ class SlowFirstTurn(NativeFixture):
         pastes = [e for e in self.tui_log_entries() if e.get("event") == "input" and "200~" in e["bytes"]]
         self.assertEqual(len(pastes), 1, pastes)
 
+    def test_an_interrupt_while_the_first_turn_starts_reaches_the_tui(self):
+        run_id = self.chat("n-init-stop", "slow 20")["run_id"]
+        time.sleep(3.5)  # past --native-confirm-s: the daemon waits for the row of a turn the TUI started
+        self.assertTrue(self.bridge.request({"action": "interrupt", "session_id": "n-init-stop"})["ok"])
+        done = self.bridge.wait_done(run_id, timeout=30)
+        self.assertEqual(done["status"], "interrupted", done)
+        self.assertTrue(any(e.get("event") == "input" and "\\x03" in e["bytes"] for e in self.tui_log_entries()),
+                        (done, [e for e in self.tui_log_entries() if e.get("event") == "input"]))
+        self.assertEqual(self.user_rows(), ["slow 20"])  # pasted once
+        with sqlite3.connect(self.state_db) as db:
+            contents = [r[0] for r in db.execute("SELECT content FROM messages ORDER BY id")]
+        self.assertNotIn("tick0 tick1 tick2", " ".join(c or "" for c in contents))  # it did not run on
+
 
 class NativeLifecycle(NativeFixture):
     def test_daemon_restart_reattaches_to_the_living_tui(self):
