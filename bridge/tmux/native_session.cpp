@@ -387,7 +387,7 @@ turn_outcome native_session::run_turn(const std::shared_ptr<turn_sink>& sink, co
       return outcome("error", result(false, false), failure, mirror.history());
     if (s.let_go && !mirror.finished())
       return outcome("interrupted", result(false, false),
-                     std::string("hermes-bridge stopped mirroring this turn; the TUI goes on with it"),
+                     std::string(stopped_mirroring),
                      mirror.history());
     bool interrupted = s.interrupt_sent || mirror.interrupted();
     return outcome(interrupted ? "interrupted" : "complete", result(mirror.finished(), interrupted), unconfirmed,

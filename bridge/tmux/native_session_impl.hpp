@@ -30,6 +30,8 @@ using clock_type = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 constexpr milliseconds pane_poll{200};
+// A turn the TUI goes on with after the daemon let it go (it stops, or restarts).
+constexpr const char* stopped_mirroring = "hermes-bridge stopped mirroring this turn; the TUI goes on with it";
 constexpr milliseconds alive_poll{1000};
 extern const char* const exited_message;
 
