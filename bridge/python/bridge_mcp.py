@@ -141,10 +141,14 @@ def _mcp_list(profile: str, args: dict[str, Any]) -> dict[str, Any]:
     return {"servers": servers, "total_tools": total, "ok": True}
 
 
+def _name(args: dict[str, Any]) -> str:
+    return str(args.get("name") or "").strip()
+
+
 def _server_edit(profile: str, args: dict[str, Any]) -> tuple[str, Any, dict[str, Any]] | dict[str, Any]:
     """(name, server config, the profile's config) for an add or an update,
     or the answer that refuses it."""
-    name, config = str(args.get("name") or "").strip(), args.get("config", {})
+    name, config = _name(args), args.get("config", {})
     if not name or not isinstance(config, dict):
         return {"error": "name and config are required", "ok": False}
     cfg = _read_config(profile)
@@ -186,7 +190,7 @@ def _mcp_server_update(profile: str, args: dict[str, Any]) -> dict[str, Any]:
 
 def _mcp_server_remove(profile: str, args: dict[str, Any]) -> dict[str, Any]:
     mcp = _mcp()
-    name = str(args.get("name") or "").strip()
+    name = _name(args)
     if not name:
         return {"error": "name is required", "ok": False}
     cfg = _read_config(profile)
@@ -199,7 +203,7 @@ def _mcp_server_remove(profile: str, args: dict[str, Any]) -> dict[str, Any]:
 
 def _mcp_server_test(profile: str, args: dict[str, Any]) -> dict[str, Any]:
     mcp = _mcp()
-    name = str(args.get("name") or "").strip()
+    name = _name(args)
     if not name:
         return {"error": "name is required", "ok": False}
     with mcp._lock:

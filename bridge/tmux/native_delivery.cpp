@@ -317,24 +317,18 @@ int64_t native_session::impl::deliver_confirmed(const std::string& text, int64_t
 // the turn shows running (a turn stopped before its row was stored has none).
 std::optional<int64_t> native_session::impl::await_user_row(const std::string& text, int64_t baseline,
                                                             clock_type::time_point until, bool pasted_only) {
-  auto mine = [&] {
-    auto id = find_user_row(text, baseline);
-    if (id)
-      own_turn = true; // before the input is free: a steer waiting for it may go in now
-    return id;
-  };
   bool ctrl_c_sent = false;
   for (bool last_look = false;;) {
-    if (auto id = mine())
+    if (auto id = find_user_row(text, baseline)) {
+      own_turn = true; // before the input is free: a steer waiting for it may go in now
       return id;
+    }
     if (last_look || clock_type::now() >= until)
       return std::nullopt;
     if (!tmux.alive())
       throw protocol::runtime_error(exited_message);
     if (pasted_only) {
       if (interrupt_sent || let_go) {
-        if (auto id = mine()) // stored since the look above: the turn is ours to mirror or stop
-          return id;
         bool taken = took_the_message();
         if (interrupt_sent && taken)
           return std::nullopt; // taken after all: the wait for a taken message stops the turn
