@@ -18,6 +18,7 @@ message is a tool result, see `after a tool`):
 | `tool CMD` / `danger CMD` | one `terminal` tool call with `{"command": CMD}`        |
 | `tools N CMD`      | N terminal calls in a row (one per model call), then the text  |
 | `clarify Q`        | one `clarify` tool call asking Q; `Q / A,B` offers choices A, B |
+| `clarify-some Q / A,B` | the same with `multi_select` (hermes 0.20: check any of them) |
 | anything else      | `echo: <message>`                                              |
 | after a tool       | `ran <cmd>: <tool output>` (the output includes whatever hermes appended to it, such as a /steer) |
 
@@ -86,11 +87,13 @@ class Script:
             self.pieces = [(0, f"ran {cmd}: {text_of(last).strip()}")]
         elif word in ("tool", "danger") and rest:
             self.call = counter.call(rest)
-        elif word == "clarify" and rest:
+        elif word in ("clarify", "clarify-some") and rest:
             question, _, choices = rest.partition(" / ")
             args = {"question": question.strip()}
             if choices:
                 args["choices"] = [c.strip() for c in choices.split(",")]
+            if word == "clarify-some":
+                args["multi_select"] = True
             self.call = counter.call(args, tool="clarify")
         elif word == "slow" and rest.strip().isdigit():
             self.pieces = [(0 if i == 0 else 1.0, f"tick{i} ") for i in range(int(rest))] + [(1.0, "done")]
