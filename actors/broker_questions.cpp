@@ -98,14 +98,18 @@ void settle_unanswered(broker_actor* self, question& q, const std::string& reaso
   }
 }
 
-// A person answered at the TUI itself: what they chose is theirs to know;
-// the log says the question is closed and why, and the asker stands down.
+// A person answered at the TUI itself (an approval or a clarify panel), or
+// the worker that asked died: what was chosen is not ours to know; the log
+// says the question is closed and why, and the asker stands down.
 void withdraw_questions(broker_actor* self, const std::string& run_id, const std::string& reason) {
   for (auto& q : self->state.questions.take_all([&](const question& q) {
-         return q.run_id == run_id && q.what == question::kind::terminal_approval;
+         return q.run_id == run_id &&
+                (q.what == question::kind::terminal_approval || q.what == question::kind::clarify);
        })) {
-    json event = resolved_event(q.id, "", reason);
-    event["choice"] = nullptr;
+    json event = q.what == question::kind::clarify ? clarify_resolved(q.id, nullptr, reason)
+                                                   : resolved_event(q.id, "", reason);
+    if (q.what == question::kind::terminal_approval)
+      event["choice"] = nullptr;
     emit(self, q.run_id, event);
     q.answer.deliver(std::string());
   }

@@ -18,13 +18,33 @@ constexpr milliseconds answer_echo{2000};
 
 } // namespace
 
+void terminal_question::ask(std::shared_ptr<turn_sink> sink, std::function<std::string(turn_sink&)> asking) {
+  sink_ = std::move(sink);
+  answer_ = std::async(std::launch::async, [sink = sink_, asking = std::move(asking)] { return asking(*sink); });
+}
+
+std::optional<std::string> terminal_question::answer() {
+  if (!answer_.valid() || answer_.wait_for(milliseconds(0)) != std::future_status::ready)
+    return std::nullopt;
+  return answer_.get();
+}
+
+void terminal_question::withdraw(const std::string& reason) {
+  if (!answer_.valid())
+    return;
+  do
+    sink_->withdraw_questions(reason);
+  while (answer_.wait_for(std::chrono::seconds(1)) != std::future_status::ready);
+  answer_.get();
+}
+
 approval_watch::approval_watch(native_session::impl& s, std::shared_ptr<turn_sink> sink)
   : s_(s), sink_(std::move(sink)) {}
 
 // A prompt gone by the end of the turn was answered at the terminal (the turn
 // went on); one still showing is left to the run's end.
 approval_watch::~approval_watch() {
-  if (!asking_.valid())
+  if (!asking_.open())
     return;
   bool showing = true;
   try {
@@ -38,18 +58,15 @@ approval_watch::~approval_watch() {
 
 void approval_watch::poll(const std::string& pane) {
   std::optional<approval_prompt> prompt = parse_approval_prompt(pane);
-  if (asking_.valid()) {
+  if (asking_.open()) {
     // Gone, or another prompt in its place: the announced one was answered
     // at the terminal, and no answer may land on the newer prompt.
     if (!prompt || prompt->command != asked_command_) {
       settle("answered in the terminal");
       return;
     }
-    if (asking_.wait_for(milliseconds(0)) != std::future_status::ready)
-      return;
-    std::string choice = asking_.get();
-    if (!choice.empty())
-      answer(*prompt, choice);
+    if (auto choice = asking_.answer(); choice && !choice->empty())
+      answer(*prompt, *choice);
     return;
   }
   if (!prompt) {
@@ -88,11 +105,10 @@ void approval_watch::ask(const approval_prompt& prompt) {
   request["allow_permanent"] = std::find(offered.begin(), offered.end(), "always") != offered.end();
   request["timeout_ms"] = static_cast<int64_t>(s_.options.approval_timeout_s * 1000);
   request["harness"] = "native";
-  auto sink = sink_;
   double timeout = s_.options.approval_timeout_s;
   asked_command_ = prompt.command;
-  asking_ = std::async(std::launch::async, [sink, body = protocol::dumps(request), timeout] {
-    return sink->ask_approval(body, timeout);
+  asking_.ask(sink_, [body = protocol::dumps(request), timeout](turn_sink& sink) {
+    return sink.ask_approval(body, timeout);
   });
 }
 
@@ -115,14 +131,7 @@ void approval_watch::answer(const approval_prompt& prompt, const std::string& ch
 }
 
 void approval_watch::settle(const std::string& reason) {
-  if (!asking_.valid())
-    return;
-  // The broker answers a withdrawn question at once; the withdrawal is sent
-  // again in case it overtook the question itself (they come from two threads).
-  do
-    sink_->withdraw_questions(reason);
-  while (asking_.wait_for(std::chrono::seconds(1)) != std::future_status::ready);
-  asking_.get();
+  asking_.withdraw(reason);
 }
 
 } // namespace hb::bridge::native_detail

@@ -308,6 +308,7 @@ turn_outcome native_session::run_turn(const std::shared_ptr<turn_sink>& sink, co
     mirror.delivered(own_row);
 
     approval_watch approvals(s, sink);
+    clarify_watch clarify(s, sink, own_row);
     interrupt_driver stopping(s);
     auto next_screen = clock_type::now();
     auto next_alive = clock_type::now() + alive_poll;
@@ -358,6 +359,7 @@ turn_outcome native_session::run_turn(const std::shared_ptr<turn_sink>& sink, co
           continue; // the TUI is gone; the alive check says so
         }
         approvals.poll(pane);
+        clarify.poll(pane);
         auto stop = stopping.poll(read_tui_screen(pane), now);
         if (stop == interrupt_driver::state::stopped) {
           drain(); // a partial answer stored just before the prompt came back

@@ -1,9 +1,11 @@
 // The inside of a native session, shared by the files that implement it:
 // native_session.cpp (launch, re-attach and the turn loop), native_delivery.cpp
-// (getting a message into the TUI and finding the row it became) and
-// native_approvals.cpp (the Dangerous Command prompt as a client question).
+// (getting a message into the TUI and finding the row it became),
+// native_approvals.cpp (the Dangerous Command prompt as a client question)
+// and native_clarify.cpp (the clarify panel as one).
 #pragma once
 
+#include "bridge/tmux/clarify_panel.hpp"
 #include "bridge/tmux/hermes_state.hpp"
 #include "bridge/tmux/native_session.hpp"
 #include "bridge/tmux/pane_text.hpp"
@@ -15,6 +17,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <future>
 #include <mutex>
 #include <optional>
@@ -109,6 +112,22 @@ private:
 
 namespace native_detail {
 
+// A question the TUI shows, asked of the client on another thread (the
+// broker's answer blocks). Withdrawn when the TUI stops showing it.
+class terminal_question {
+public:
+  void ask(std::shared_ptr<turn_sink> sink, std::function<std::string(turn_sink&)> asking);
+  bool open() const { return answer_.valid(); }
+  std::optional<std::string> answer(); // once the client answered (empty: nobody did)
+  // The broker answers a withdrawn question at once; the withdrawal is sent
+  // again in case it overtook the question itself (they come from two threads).
+  void withdraw(const std::string& reason);
+
+private:
+  std::shared_ptr<turn_sink> sink_;
+  std::future<std::string> answer_;
+};
+
 // The approval prompt as a question to the client. The TUI waits on it;
 // the client's answer becomes the key of the chosen option, sent only while
 // the prompt still shows. A prompt that goes away unanswered was answered
@@ -128,10 +147,35 @@ private:
 
   native_session::impl& s_;
   std::shared_ptr<turn_sink> sink_;
-  std::future<std::string> asking_;
+  terminal_question asking_;
   std::string asked_command_;      // the prompt that was announced, as shown
   std::optional<clock_type::time_point> answered_at_;
   bool viewed_ = false;            // "Show full command" was picked for the prompt showing
+};
+
+// The clarify panel as a question to the client: the question and choices
+// as the agent asked them (its tool call in state.db), the answer given
+// with the panel's keys while the same panel still shows. A panel that goes
+// away unanswered was answered at the terminal (or the TUI's deadline
+// passed; the client's question has the same deadline).
+class clarify_watch {
+public:
+  clarify_watch(native_session::impl& s, std::shared_ptr<turn_sink> sink, int64_t turn_row);
+  ~clarify_watch();
+  void poll(const std::string& pane);
+
+private:
+  clarify_call call_for(const clarify_panel& panel);
+  void ask(const clarify_panel& panel);
+  void answer(const std::string& text);
+  bool type_answer(const std::string& text);
+
+  native_session::impl& s_;
+  std::shared_ptr<turn_sink> sink_;
+  int64_t turn_row_; // the turn's user row: its clarify calls come after it
+  terminal_question asking_;
+  clarify_call asked_;
+  std::optional<clock_type::time_point> answered_at_;
 };
 
 } // namespace native_detail

@@ -9,9 +9,7 @@
 
 namespace hb::bridge {
 
-namespace {
-
-std::vector<std::string> split_lines(const std::string& text) {
+std::vector<std::string> pane_lines(const std::string& text) {
   std::vector<std::string> lines;
   std::string line;
   for (size_t i = 0; i < text.size(); ++i) {
@@ -29,7 +27,7 @@ std::vector<std::string> split_lines(const std::string& text) {
   return lines;
 }
 
-std::string strip(const std::string& s) {
+std::string strip_space(const std::string& s) {
   size_t b = 0, e = s.size();
   while (b < e && std::isspace(static_cast<unsigned char>(s[b])))
     ++b;
@@ -37,6 +35,8 @@ std::string strip(const std::string& s) {
     --e;
   return s.substr(b, e - b);
 }
+
+namespace {
 
 size_t code_points(const std::string& s) {
   return static_cast<size_t>(std::count_if(s.begin(), s.end(), [](char c) {
@@ -62,17 +62,17 @@ std::string lower(std::string s) {
 // Box-drawing borders and selection marks around a panel line.
 std::string unboxed(const std::string& line) {
   static const char* marks[] = {"│", "┃", "║", "❯", "›", ">", "|"};
-  std::string s = strip(line);
+  std::string s = strip_space(line);
   for (bool again = true; again;) {
     again = false;
     for (const char* m : marks) {
       std::string mark(m);
       if (s.compare(0, mark.size(), mark) == 0) {
-        s = strip(s.substr(mark.size()));
+        s = strip_space(s.substr(mark.size()));
         again = true;
       }
       if (s.size() >= mark.size() && s.compare(s.size() - mark.size(), mark.size(), mark) == 0) {
-        s = strip(s.substr(0, s.size() - mark.size()));
+        s = strip_space(s.substr(0, s.size() - mark.size()));
         again = true;
       }
     }
@@ -107,22 +107,6 @@ std::string cap(std::string s, size_t bytes) {
   return s;
 }
 
-// Between a box's "│ " and " │", padding included: the command's rows are
-// joined from these.
-std::string boxed_content(const std::string& line) {
-  static const std::string bar = "│";
-  size_t open = line.find(bar);
-  size_t close = line.rfind(bar);
-  if (open == std::string::npos || close == open)
-    return unboxed(line);
-  std::string inner = line.substr(open + bar.size(), close - open - bar.size());
-  if (!inner.empty() && inner.front() == ' ')
-    inner.erase(0, 1);
-  if (!inner.empty() && inner.back() == ' ')
-    inner.pop_back();
-  return inner;
-}
-
 std::string rstripped(std::string s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())))
     s.pop_back();
@@ -149,7 +133,7 @@ std::string join_command_rows(const std::vector<std::string>& rows, size_t width
   for (size_t i = 0; i < rows.size(); ++i) {
     std::string row = rstripped(rows[i]);
     if (i == 0) {
-      out = strip(row);
+      out = strip_space(row);
       continue;
     }
     std::string prev = rstripped(rows[i - 1]);
@@ -159,9 +143,9 @@ std::string join_command_rows(const std::vector<std::string>& rows, size_t width
     bool cut = width > 0 && (code_points(prev) >= width || hyphen);
     bool leading_blank = !row.empty() && row.front() == ' ';
     out += (cut || leading_blank || width == 0 ? "" : " ");
-    out += width == 0 ? strip(row) : row;
+    out += width == 0 ? strip_space(row) : row;
   }
-  return strip(out);
+  return strip_space(out);
 }
 
 std::optional<approval_prompt> parse_panel(const std::vector<std::string>& lines, size_t title) {
@@ -194,7 +178,7 @@ std::optional<approval_prompt> parse_panel(const std::vector<std::string>& lines
       if (part.find("(choose Show full command)") != std::string::npos)
         prompt.truncated = true;
       else if (!part.empty() && !border)
-        command_rows.push_back(width ? boxed_content(lines[i]) : part);
+        command_rows.push_back(width ? box_row(lines[i]) : part);
     } else if (border || lines[i].find("╰") != std::string::npos) {
       break; // the panel ended
     } else if (part.empty()) {
@@ -230,10 +214,10 @@ std::optional<approval_prompt> parse_legacy(const std::vector<std::string>& line
     if (found == std::string::npos)
       continue;
     // The header names the danger; the command is on the next line.
-    prompt.description = cap(strip(lines[j].substr(found + header.size())), 1024);
+    prompt.description = cap(strip_space(lines[j].substr(found + header.size())), 1024);
     for (size_t k = j + 1; k < at; ++k) {
-      if (!strip(lines[k]).empty()) {
-        prompt.command = cap(strip(lines[k]), 1024);
+      if (!strip_space(lines[k]).empty()) {
+        prompt.command = cap(strip_space(lines[k]), 1024);
         break;
       }
     }
@@ -250,12 +234,28 @@ std::optional<approval_prompt> parse_legacy(const std::vector<std::string>& line
       prompt.options.push_back({"deny", "d"});
   }
   // Pending while nothing is typed after it: an answer is echoed there.
-  std::string rest = strip(line);
+  std::string rest = strip_space(line);
   bool pending = !rest.empty() && rest.back() == ':';
   return pending ? std::optional<approval_prompt>(prompt) : std::nullopt;
 }
 
 } // namespace
+
+// Between a box's "│ " and " │", padding included: the command's rows are
+// joined from these.
+std::string box_row(const std::string& line) {
+  static const std::string bar = "│";
+  size_t open = line.find(bar);
+  size_t close = line.rfind(bar);
+  if (open == std::string::npos || close == open)
+    return unboxed(line);
+  std::string inner = line.substr(open + bar.size(), close - open - bar.size());
+  if (!inner.empty() && inner.front() == ' ')
+    inner.erase(0, 1);
+  if (!inner.empty() && inner.back() == ' ')
+    inner.pop_back();
+  return inner;
+}
 
 std::string paste_payload(const std::string& text) {
   std::string out;
@@ -289,8 +289,8 @@ bool enter_continues_line(const std::string& text) {
 std::string commit_needle(const std::string& text) {
   std::string fallback;
   std::string chosen;
-  for (const auto& line : split_lines(text)) {
-    std::string s = strip(line);
+  for (const auto& line : pane_lines(text)) {
+    std::string s = strip_space(line);
     if (!s.empty())
       fallback = s;
     if (code_points(s) >= 4)
@@ -304,10 +304,10 @@ std::string commit_needle(const std::string& text) {
 
 std::string normalized_message(const std::string& text) {
   std::string out;
-  auto lines = split_lines(text);
+  auto lines = pane_lines(text);
   for (size_t i = 0; i < lines.size(); ++i)
     out += (i ? "\n" : "") + lines[i];
-  return strip(out);
+  return strip_space(out);
 }
 
 std::vector<std::string> approval_prompt::keys_for(const std::string& choice) const {
@@ -355,7 +355,7 @@ std::vector<std::string> approval_prompt::choices() const {
 }
 
 std::optional<approval_prompt> parse_approval_prompt(const std::string& pane) {
-  auto lines = split_lines(pane);
+  auto lines = pane_lines(pane);
   // The newest prompt is the one that waits: search from the bottom.
   for (size_t i = lines.size(); i-- > 0;) {
     std::string l = lower(lines[i]);

@@ -2,6 +2,7 @@
 
 #include "protocol/wire_error.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <mutex>
@@ -130,6 +131,19 @@ void tmux_server::send_keys(const std::vector<std::string>& keys) const {
   std::vector<std::string> args{"send-keys", "-t", target_};
   args.insert(args.end(), keys.begin(), keys.end());
   checked(std::move(args));
+}
+
+void tmux_server::type_text(const std::string& text) const {
+  // tmux caps one command's size (its messages hold 16 KiB): pieces, each
+  // ending on a UTF-8 character boundary.
+  constexpr size_t piece = 2048;
+  for (size_t at = 0; at < text.size();) {
+    size_t end = std::min(text.size(), at + piece);
+    while (end < text.size() && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80)
+      --end;
+    checked({"send-keys", "-t", target_, "-l", "--", text.substr(at, end - at)});
+    at = end;
+  }
 }
 
 void tmux_server::paste(const std::string& bytes) const {

@@ -28,6 +28,8 @@ public:
   bool alive() const; // the session (and so the TUI) still runs
   std::string capture() const; // the visible pane as text, wrapped lines joined
   void send_keys(const std::vector<std::string>& keys) const;
+  // `text` as typed keys (no paste): one key press per character.
+  void type_text(const std::string& text) const;
   // Bracketed paste of `bytes` (see paste_payload) into the pane.
   void paste(const std::string& bytes) const;
   void kill() const noexcept;

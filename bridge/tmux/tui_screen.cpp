@@ -94,6 +94,7 @@ tui_screen read_tui_screen(const std::string& pane) {
       screen.busy = true;
       screen.approval = i == "⚠";
       screen.asking = i != "⚕";
+      screen.typing_answer = i == "✎";
     }
   }
   std::string rest = first.substr(at + arrow.size());

@@ -18,6 +18,7 @@ struct tui_screen {
   // The turn waits for an answer in a panel or prompt (⚠ approval, ? or ✎
   // clarify, 🔐 sudo, 🔑 secret): what is typed now answers it.
   bool asking = false;
+  bool typing_answer = false; // ✎: a clarify answer is typed at the prompt
   std::string draft;        // the input's text, prompt and placeholder removed (tabs as ^I)
   int draft_lines = 0;      // rows the draft takes (0 when empty)
 };
