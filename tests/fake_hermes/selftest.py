@@ -262,6 +262,189 @@ class FakeHermesTest(unittest.TestCase):
             ("tool", "approved (always): output of chmod 777 /"),
             ("assistant", "approval: always")])
 
+    def clarify_panel(self):
+        """The clarify panel's rows (text between "│ " and " │", right-trimmed),
+        its two lines below and the input's first line; None while none shows."""
+        lines = self.capture().splitlines()
+        top = [i for i, ln in enumerate(lines) if ln.startswith("╭─ Hermes needs your input ")]
+        if not top:
+            return None
+        bottom = next(i for i in range(top[0], len(lines)) if lines[i].startswith("╰"))
+        self.assertEqual({len(ln) for ln in lines[top[0]:bottom + 1]}, {len(lines[top[0]])})  # a box
+        self.assertGreaterEqual(len(lines[top[0]]), 50)  # inner width at least 48
+        rows = [ln[1:-1].strip() for ln in lines[top[0] + 1:bottom]]
+        rules = [i for i, ln in enumerate(lines) if ln.startswith("────")]
+        prompt = lines[rules[-2] + 1] if len(rules) >= 2 else None  # from the same capture
+        return rows, lines[bottom + 1:bottom + 3], prompt
+
+    def clarify_calls(self, rows):
+        """(arguments of each clarify call, content of each clarify tool row), checking the ids."""
+        calls = [c for r in rows if r["tool_calls"] for c in json.loads(r["tool_calls"])]
+        results = [r for r in rows if r["role"] == "tool"]
+        self.assertEqual([c["function"]["name"] for c in calls], ["clarify"] * len(calls))
+        self.assertEqual([(r["tool_name"], r["tool_call_id"]) for r in results],
+                         [("clarify", c["id"]) for c in calls])
+        return ([json.loads(c["function"]["arguments"]) for c in calls],
+                [json.loads(r["content"]) for r in results])
+
+    def test_clarify_single_select_panel_digit_and_arrows(self):
+        self.start()
+        self.deliver("clarify Which colour? / red,blue,green")
+        rows, below, prompt = self.wait_for(self.clarify_panel, "the clarify panel")
+        self.assertEqual(rows, ["", "Which colour?", "", "❯ 1. red (Recommended)", "2. blue", "3. green",
+                                "4. Other (type your answer)", ""])
+        self.assertRegex(below[0], r"^  ❓ Which colour\?  \(\s*[\d.]+s · ↓ 5 tok\)$")
+        self.assertRegex(below[1], r"^  ↑/↓ to select, Enter to confirm  \(1[12]\ds\)$")
+        self.assertEqual(prompt, "? ❯")
+        self.keys("x", "9")  # printable keys and a digit without a row do nothing
+        self.keys("Down", "Down", "Down", "Down")  # clamped at Other...
+        self.wait_for(lambda: self.clarify_panel()[0][6] == "❯ 4. Other (type your answer)", "❯ on Other")
+        self.keys("Up")  # ...so one step up is green
+        self.wait_for(lambda: self.clarify_panel()[0][5] == "❯ 3. green", "❯ on green")
+        self.keys("2")  # a choice's digit answers at once
+        rows = self.final_reply()
+        self.assertIsNone(self.clarify_panel())
+        self.assertEqual(rows[-1]["content"], "clarified: blue")
+        self.assertEqual(rows[1]["finish_reason"], "tool_calls")
+        args, results = self.clarify_calls(rows)
+        self.assertEqual(args, [{"question": "Which colour?", "choices": ["red", "blue", "green"]}])
+        self.assertEqual(results, [{"question": "Which colour?", "choices_offered": ["red", "blue", "green"],
+                                    "user_response": "blue"}])
+        # Enter picks the highlighted row; the answer never carries "(Recommended)"
+        self.deliver("clarify Which colour? / red,blue")
+        self.wait_for(self.clarify_panel, "the clarify panel")
+        self.keys("Enter")
+        self.assertEqual(self.final_reply()[-1]["content"], "clarified: red")
+        self.deliver("clarify Which colour? / red,blue")
+        self.wait_for(self.clarify_panel, "the clarify panel")
+        self.keys("Down")
+        self.keys("Enter")
+        self.assertEqual(self.final_reply()[-1]["content"], "clarified: blue")
+        self.assertEqual([e["answer"] for e in self.events("clarify")], ["blue", "red", "blue"])
+        self.assertEqual([r["content"] for r in self.rows() if r["role"] == "user"],
+                         ["clarify Which colour? / red,blue,green"] + ["clarify Which colour? / red,blue"] * 2)
+
+    def test_clarify_other_then_a_typed_answer(self):
+        self.start()
+        self.deliver("clarify Which colour? / red,blue")
+        self.wait_for(self.clarify_panel, "the clarify panel")
+        self.keys("Down", "Down")
+        self.wait_for(lambda: self.clarify_panel()[0][5] == "❯ 3. Other (type your answer)", "❯ on Other")
+        self.keys("Enter")  # Other: a typed answer
+        rows, below, prompt = self.wait_for(
+            lambda: (p := self.clarify_panel()) and p[2].startswith("✎") and p, "the typed-answer state")
+        self.assertEqual(rows, ["", "Which colour?", "", "1. red (Recommended)", "2. blue",
+                                "❯ 3. Other (type below)", ""])
+        self.assertRegex(below[1], r"^  type your answer and press Enter  \(1[12]\ds\)$")
+        self.assertEqual(prompt, "✎ ❯ type your answer here and press Enter")
+        self.keys("Enter")  # an empty answer: nothing happens
+        time.sleep(0.3)
+        self.assertIsNotNone(self.clarify_panel())
+        self.keys("-l", "purpel")
+        self.keys("BSpace", "BSpace", "BSpace")
+        self.tmux("load-buffer", "-b", "b", "-", input=b"ple\nish ", check=True)
+        self.tmux("paste-buffer", "-p", "-d", "-b", "b", "-t", "main", check=True)
+        self.wait_for(lambda: self.input_area() == "✎ ❯ purple ish", "the typed answer")
+        self.keys("Enter")
+        rows = self.final_reply()
+        self.assertIsNone(self.clarify_panel())
+        self.wait_for(lambda: "\n❯\n" in self.capture(), "an empty idle prompt")  # no answer left in the draft
+        self.assertEqual(rows[-1]["content"], "clarified: purple ish")
+        self.assertEqual([r["content"] for r in rows if r["role"] == "user"], ["clarify Which colour? / red,blue"])
+        self.assertEqual(self.clarify_calls(rows)[1][0]["user_response"], "purple ish")
+        self.assertEqual([e["answer"] for e in self.events("clarify")], ["purple ish"])
+
+    def test_clarify_open_ended_typed_answer(self):
+        self.start()
+        self.deliver("clarify What name?")
+        rows, below, prompt = self.wait_for(self.clarify_panel, "the clarify panel")
+        self.assertEqual(rows, ["", "What name?", "", "Type your answer in the prompt below, then",
+                                "press Enter.", "", ""])
+        self.assertRegex(below[0], r"^  ❓ What name\?  \(")
+        self.assertRegex(below[1], r"^  type your answer and press Enter  \(1[12]\ds\)$")
+        self.assertEqual(prompt, "✎ ❯ type your answer here and press Enter")
+        self.keys("-l", "Ada 1")
+        self.wait_for(lambda: self.input_area() == "✎ ❯ Ada 1", "the typed answer")
+        self.keys("Enter")
+        rows = self.final_reply()
+        self.assertEqual(rows[-1]["content"], "clarified: Ada 1")
+        args, results = self.clarify_calls(rows)
+        self.assertEqual(args, [{"question": "What name?"}])  # no choices key
+        self.assertEqual(results, [{"question": "What name?", "choices_offered": None, "user_response": "Ada 1"}])
+
+    def test_clarify_multi_select_toggles(self):
+        self.start()
+        self.deliver("clarify-some Which toppings? / cheese,ham,pepper")
+        rows, below, prompt = self.wait_for(self.clarify_panel, "the clarify panel")
+        self.assertEqual(rows, ["Which toppings?", "❯ [ ] 1. cheese (Recommended)"])  # compact
+        self.assertEqual(prompt, "? ❯")
+        self.keys("2")  # toggles ham (and shows it); nothing is submitted
+        self.wait_for(lambda: self.clarify_panel()[0] == ["Which toppings?", "❯ [x] 2. ham"], "ham checked")
+        self.keys("3", "1", "1")  # pepper on, cheese on and off again
+        self.wait_for(lambda: self.clarify_panel()[0][1] == "❯ [ ] 1. cheese (Recommended)", "cheese unchecked")
+        self.keys("Down")
+        self.wait_for(lambda: self.clarify_panel()[0][1] == "❯ [x] 2. ham", "❯ on ham")
+        self.keys("Enter")
+        rows = self.final_reply()
+        self.assertEqual(rows[-1]["content"], "clarified: ham, pepper")
+        args, results = self.clarify_calls(rows)
+        self.assertEqual(args, [{"question": "Which toppings?", "choices": ["cheese", "ham", "pepper"],
+                                 "multi_select": True}])
+        self.assertEqual(results[0]["user_response"], ["ham", "pepper"])
+        # Other checked: Enter asks for a typed answer, which follows the checked choices
+        self.deliver("clarify-some Which toppings? / cheese,ham")
+        self.wait_for(self.clarify_panel, "the clarify panel")
+        self.keys("3", "1")
+        self.wait_for(lambda: self.clarify_panel()[0][1] == "❯ [x] 1. cheese (Recommended)", "cheese checked")
+        self.keys("Enter")
+        self.wait_for(lambda: self.clarify_panel()[0] == ["Which toppings?", "❯ [x] 3. Other (type below)"],
+                      "the typed-answer state")
+        self.assertEqual(self.input_area(), "✎ ❯ type your answer here and press Enter")
+        self.keys("-l", "olives")
+        self.wait_for(lambda: self.input_area() == "✎ ❯ olives", "the typed answer")
+        self.keys("Enter")
+        rows = self.final_reply()
+        self.assertEqual(rows[-1]["content"], "clarified: cheese, olives")
+        self.assertEqual(self.clarify_calls(rows)[1][-1]["user_response"], ["cheese", "olives"])
+        # nothing checked: an empty answer
+        self.deliver("clarify-some Which toppings? / cheese,ham")
+        self.wait_for(self.clarify_panel, "the clarify panel")
+        self.keys("Enter")
+        rows = self.final_reply()
+        self.assertEqual(rows[-1]["content"], "clarified: ")
+        self.assertEqual(self.clarify_calls(rows)[1][-1]["user_response"], [])
+        self.assertEqual([e["answer"] for e in self.events("clarify")],
+                         [["ham", "pepper"], ["cheese", "olives"], []])
+
+    def test_clarify_keeps_four_choices_and_times_out(self):
+        self.start(FAKE_HERMES_CLARIFY_S="1.5")
+        self.deliver("clarify Pick one / a,b,c,d,e")
+        rows = self.wait_for(self.clarify_panel, "the clarify panel")[0]
+        self.assertEqual(rows[3:9], ["❯ 1. a (Recommended)", "2. b", "3. c", "4. d",
+                                     "5. Other (type your answer)", ""])
+        self.wait_screen("(clarify timed out after 1.5s — agent will decide)")
+        rows = self.final_reply()
+        self.assertIsNone(self.clarify_panel())
+        timeout = ("The user did not provide a response within the time limit. "
+                   "Use your best judgement to make the choice and proceed.")
+        self.assertEqual(rows[-1]["content"], "clarified: " + timeout)
+        args, results = self.clarify_calls(rows)
+        self.assertEqual(args[0]["choices"], ["a", "b", "c", "d", "e"])  # as the model asked
+        self.assertEqual(results, [{"question": "Pick one", "choices_offered": ["a", "b", "c", "d"],
+                                    "user_response": timeout}])
+        [event] = self.events("clarify")
+        self.assertEqual((event["answer"], event["timeout"]), (None, True))
+
+    def test_ctrl_c_at_a_clarify_panel_interrupts_the_turn(self):
+        self.start()
+        self.deliver("clarify Which colour? / red,blue")
+        self.wait_for(self.clarify_panel, "the clarify panel")
+        self.keys("C-c")
+        self.wait_screen("⚡ Interrupted during API call.")
+        self.assertIsNone(self.clarify_panel())
+        self.assertEqual([r["role"] for r in self.rows()], ["user", "assistant"])  # no tool row
+        self.assertEqual(self.events("clarify"), [])
+
     def test_ctrl_c_interrupts_and_keeps_the_partial_text(self):
         self.start()
         self.deliver("slow 30")
