@@ -1,6 +1,7 @@
 // The Dangerous Command prompt of a native session as a client question:
 // asked on its rising edge, answered with the chosen option's key while it
-// still shows, withdrawn when someone answers it at the terminal.
+// still shows, withdrawn when someone answers it at the terminal. Also the
+// terminal_question both watches (this one and the clarify one) ask with.
 #include "bridge/tmux/native_session_impl.hpp"
 
 #include "protocol/json_text.hpp"

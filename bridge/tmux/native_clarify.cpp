@@ -35,24 +35,40 @@ clarify_watch::~clarify_watch() {
   } catch (const protocol::wire_error&) {
     showing = false;
   }
-  asking_.withdraw(showing ? "run ended" : "answered in the terminal");
+  asking_.withdraw(showing ? "run ended" : gone_reason());
+}
+
+// Why a panel we asked about went away without our keys.
+std::string clarify_watch::gone_reason() const {
+  if (s_.interrupt_sent)
+    return "run interrupted";
+  if (last_countdown_s_ >= 0 && last_countdown_s_ <= 2)
+    return "timed out in the terminal";
+  return "answered in the terminal";
 }
 
 void clarify_watch::poll(const std::string& pane) {
   auto panel = parse_clarify_panel(pane);
   if (asking_.open()) {
     if (!panel || !panel_shows(*panel, asked_)) {
-      asking_.withdraw("answered in the terminal");
+      asking_.withdraw(gone_reason());
       return;
     }
-    if (auto text = asking_.answer(); text && !text->empty())
-      answer(*text);
+    last_countdown_s_ = panel->countdown_s;
+    if (auto text = asking_.answer()) {
+      if (text->empty())
+        unanswered_ = true; // the TUI's deadline is the same: it decides
+      else
+        answer(*text);
+    }
     return;
   }
-  if (!panel) {
+  if (!panel || !panel_shows(*panel, asked_)) {
     answered_at_.reset();
-    return;
+    unanswered_ = false;
   }
+  if (!panel || unanswered_ || panel->countdown_s == 0)
+    return;
   if (answered_at_ && clock_type::now() - *answered_at_ < answer_echo)
     return;
   answered_at_.reset();
@@ -88,6 +104,7 @@ clarify_call clarify_watch::call_for(const clarify_panel& panel) {
 
 void clarify_watch::ask(const clarify_panel& panel) {
   asked_ = call_for(panel);
+  last_countdown_s_ = panel.countdown_s;
   nlohmann::json request;
   request["question"] = asked_.question;
   request["choices"] = asked_.choices.empty() ? nlohmann::json() : nlohmann::json(asked_.choices);

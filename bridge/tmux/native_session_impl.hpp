@@ -169,12 +169,15 @@ private:
   void ask(const clarify_panel& panel);
   void answer(const std::string& text);
   bool type_answer(const std::string& text);
+  std::string gone_reason() const;
 
   native_session::impl& s_;
   std::shared_ptr<turn_sink> sink_;
   int64_t turn_row_; // the turn's user row: its clarify calls come after it
   terminal_question asking_;
   clarify_call asked_;
+  int last_countdown_s_ = -1; // as last seen on the panel asked about
+  bool unanswered_ = false;   // the client let it pass: not asked again while it shows
   std::optional<clock_type::time_point> answered_at_;
 };
 

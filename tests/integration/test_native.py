@@ -204,6 +204,11 @@ class NativeTurns(NativeFixture):
         done = self.bridge.wait_done(run_id, timeout=20)
         self.assertEqual(done["status"], "complete", done)
         self.assertTrue(done["output"].endswith("clarified: blue"), done)
+        # The client had been asked too; the question closed without an answer of its own.
+        [asked] = events_named(done["seen_events"], "clarify.requested")
+        [closed] = events_named(done["seen_events"], "clarify.resolved")
+        self.assertEqual((closed["clarify_id"], closed["response"], closed["reason"]),
+                         (asked["clarify_id"], None, "answered in the terminal"))
 
     def test_an_interrupt_while_a_clarify_question_shows_stops_the_turn(self):
         run_id = self.chat("n-clarify-stop", "clarify Which colour? / red,blue")["run_id"]
@@ -460,6 +465,83 @@ class NativeApprovals(NativeFixture):
         self.turn("n-quiet", "hello")
         self.assertEqual(self.digit_keys_sent(), [])
         self.assertTrue(all(not e.get("panel") for e in self.tui_log_entries() if e.get("event") == "input"))
+
+
+class NativeClarify(NativeFixture):
+    """The clarify panel as a client question, answered with the panel's own keys."""
+
+    extra_env = {"FAKE_HERMES_CLARIFY_S": "40"}
+
+    def ask(self, session_id: str, message: str) -> tuple[str, dict]:
+        run_id = self.chat(session_id, message)["run_id"]
+        return run_id, self.bridge.wait_event(run_id, "clarify.requested", timeout=20)
+
+    def respond(self, asked: dict, response: str) -> None:
+        out = self.bridge.request({"action": "clarify_respond", "clarify_id": asked["clarify_id"],
+                                   "response": response})
+        self.assertTrue(out["resolved"], out)
+
+    def tui_answers(self) -> list:
+        return [e["answer"] for e in self.tui_log_entries() if e.get("event") == "clarify"]
+
+    def test_a_choice_is_asked_as_the_agent_asked_it_and_picked_with_its_digit(self):
+        run_id, asked = self.ask("n-cl-pick", "clarify Which colour? / red,blue,green")
+        self.assertEqual(asked["question"], "Which colour?")
+        self.assertEqual(asked["choices"], ["red", "blue", "green"])  # bare: no "(Recommended)"
+        self.assertEqual(asked["harness"], "native")
+        self.assertNotIn("multi_select", asked)
+        self.assertTrue(30_000 <= asked["timeout_ms"] <= 40_000, asked)  # the TUI's own countdown
+        self.respond(asked, "Green")
+        done = self.bridge.wait_done(run_id, timeout=20)
+        self.assertEqual(done["status"], "complete", done)
+        self.assertTrue(done["output"].endswith("clarified: green"), done)
+        self.assertEqual(self.tui_answers(), ["green"])
+        self.assertIn("3", [e["bytes"] for e in self.tui_log_entries() if e.get("event") == "input"])
+        [resolved] = events_named(done["seen_events"], "clarify.resolved")
+        self.assertEqual(resolved["response"], "Green")
+
+    def test_an_answer_that_is_no_choice_goes_through_other(self):
+        run_id, asked = self.ask("n-cl-other", "clarify Which size? / small,large")
+        self.respond(asked, "purple")
+        done = self.bridge.wait_done(run_id, timeout=20)
+        self.assertTrue(done["output"].endswith("clarified: purple"), done)
+        run_id, asked = self.ask("n-cl-other", "clarify Which size now? / small,large")
+        self.respond(asked, "medium\nplease")  # one line at the prompt: Enter would send half of it
+        done = self.bridge.wait_done(run_id, timeout=20)
+        self.assertTrue(done["output"].endswith("clarified: medium please"), done)
+        self.assertEqual(self.user_rows(), ["clarify Which size? / small,large", "clarify Which size now? / small,large"])
+
+    def test_an_open_question_is_answered_by_typing(self):
+        run_id, asked = self.ask("n-cl-open", "clarify What name?")
+        self.assertIsNone(asked["choices"])
+        self.respond(asked, "Bob")
+        done = self.bridge.wait_done(run_id, timeout=20)
+        self.assertTrue(done["output"].endswith("clarified: Bob"), done)
+
+    def test_a_multi_select_answer_checks_each_choice_and_types_the_rest(self):
+        run_id, asked = self.ask("n-cl-some", "clarify-some Which toppings? / cheese,ham,olives")
+        self.assertEqual((asked["choices"], asked["multi_select"]), (["cheese", "ham", "olives"], True))
+        self.respond(asked, "olives, cheese, pepper")
+        done = self.bridge.wait_done(run_id, timeout=20)
+        self.assertTrue(done["output"].endswith("clarified: cheese, olives, pepper"), done)
+        self.assertEqual(self.tui_answers(), [["cheese", "olives", "pepper"]])
+
+    def test_the_tuis_own_deadline_closes_the_question(self):
+        self.bridges.remove(self.bridge)
+        self.bridge.stop()
+        self.bridge = self.start_bridge(env={"FAKE_HERMES_CLARIFY_S": "4"})
+        run_id, asked = self.ask("n-cl-late", "clarify Which colour? / red,blue")
+        self.assertLessEqual(asked["timeout_ms"], 4_000)
+        done = self.bridge.wait_done(run_id, timeout=30)
+        self.assertEqual(done["status"], "complete", done)
+        self.assertIn("did not provide a response", done["output"])
+        [closed] = events_named(done["seen_events"], "clarify.resolved")  # asked once
+        self.assertIsNone(closed["response"])
+        self.assertIn(closed["reason"], ("timed out in the terminal", "timeout"))
+        answer = self.bridge.request({"action": "clarify_respond", "clarify_id": asked["clarify_id"],
+                                      "response": "red"})
+        self.assertFalse(answer["resolved"], answer)  # too late: nothing typed into the next prompt
+        self.assertEqual(self.tui_answers(), [None])
 
 
 class FirstMessageDrop(NativeFixture):

@@ -242,6 +242,44 @@ class RealTui(unittest.TestCase):
         self.assertEqual(done["status"], "complete", done)
         self.assertIn("blue", done["output"])
         self.assertNotIn("pick any", done["output"])
+        [asked] = events_named(done["seen_events"], "clarify.requested")  # the client was asked too
+        [closed] = events_named(done["seen_events"], "clarify.resolved")
+        self.assertEqual((closed["clarify_id"], closed["response"], closed["reason"]),
+                         (asked["clarify_id"], None, "answered in the terminal"))
+
+    def clarify_through_the_socket(self, message: str, response: str) -> tuple[dict, dict]:
+        run_id = self.chat(message)
+        asked = self.bridge.wait_event(run_id, "clarify.requested", timeout=60)
+        out = self.bridge.request({"action": "clarify_respond", "clarify_id": asked["clarify_id"],
+                                   "response": response})
+        self.assertTrue(out["resolved"], out)
+        done = self.bridge.wait_done(run_id, timeout=60)
+        self.assertEqual(done["status"], "complete", done)
+        return asked, done
+
+    @staticmethod
+    def user_response(done: dict):
+        [tool] = [e for e in done["seen_events"] if e.get("event") == "tool.completed"]
+        return json.loads(tool["result"])["user_response"]
+
+    def test_13_a_clarify_question_answered_by_the_client(self):
+        asked, done = self.clarify_through_the_socket("clarify Which colour? / red,blue,green", "green")
+        self.assertEqual((asked["question"], asked["choices"]), ("Which colour?", ["red", "blue", "green"]))
+        self.assertTrue(0 < asked["timeout_ms"] <= 120_000, asked)
+        self.assertEqual(self.user_response(done), "green")
+        asked, done = self.clarify_through_the_socket("clarify Which size? / small,large", "medium please")
+        self.assertEqual(self.user_response(done), "medium please")  # through "Other"
+        asked, done = self.clarify_through_the_socket("clarify What name?", "Bob")
+        self.assertIsNone(asked["choices"])
+        self.assertEqual(self.user_response(done), "Bob")
+
+    def test_14_a_multi_select_clarify_answered_by_the_client(self):
+        if "multi_select" not in (Path(ROOT) / "tools" / "clarify_tool.py").read_text():
+            self.skipTest("this hermes has no multi-select clarify (0.20 added it)")
+        asked, done = self.clarify_through_the_socket("clarify-some Which toppings? / cheese,ham,olives",
+                                                      "olives, cheese, pepper")
+        self.assertTrue(asked["multi_select"], asked)
+        self.assertEqual(self.user_response(done), ["cheese", "olives", "pepper"])
 
 
 if __name__ == "__main__":
