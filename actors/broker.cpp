@@ -440,46 +440,17 @@ caf::behavior broker_behavior(broker_actor* self, int listen_fd,
     },
     [=](committed_atom, const std::vector<std::string>& touched) { on_committed(self, touched); },
     [=](wait_due_atom, uint64_t key) { on_wait_due(self, key); },
-    [=](approval_atom, const std::string& run_id, const std::string& session_id,
-        const std::string& request, int64_t timeout_ms) {
-      return open_question(self, question::kind::terminal_approval, run_id,
-                           session_id, request, timeout_ms);
-    },
-    [=](compress_atom, const std::string& run_id, const std::string& session_id,
-        const std::string& request, int64_t timeout_ms) {
-      return open_question(self, question::kind::compression, run_id,
-                           session_id, request, timeout_ms);
-    },
-    [=](clarify_atom, const std::string& run_id, const std::string& session_id,
-        const std::string& request, int64_t timeout_ms) {
-      return open_question(self, question::kind::clarify, run_id, session_id, request, timeout_ms);
-    },
+    [=](question_asked& asked) { return open_question(self, asked); },
     [=](session_activity& a) {
       auto& st = self->state;
       if (st.sessions.count(a.session_id))
         st.activity[a.session_id] = {std::move(a.profile), a.running};
     },
-    [=](gateway_atom, const std::string& run_id, const std::string& session_id,
-        const std::string& request, int64_t timeout_ms) {
-      open_gateway_question(self, run_id, session_id, request, timeout_ms);
-    },
-    [=](deadline_atom, const std::string& id) {
-      question q;
-      if (self->state.questions.take(id, q))
-        settle_unanswered(self, q, "timeout", true);
-    },
-    [=](cancel_atom, const std::string& session_id, const std::string& reason) {
-      for (auto& q : self->state.questions.take_all([&](const question& q) { return q.session_id == session_id; }))
-        settle_unanswered(self, q, reason, false);
-    },
-    [=](withdraw_atom, const std::string& run_id, const std::string& reason) {
-      withdraw_questions(self, run_id, reason);
-    },
-    [=](run_end_atom, const std::string& run_id) {
-      for (auto& q : self->state.questions.take_all([&](const question& q) { return q.run_id == run_id; }))
-        settle_unanswered(self, q, "run ended", false);
-      return true;
-    },
+    [=](gateway_approval_asked& asked) { open_gateway_question(self, asked); },
+    [=](const question_due& due) { question_deadline(self, due); },
+    [=](const session_questions_cancelled& cancelled) { cancel_questions(self, cancelled); },
+    [=](const questions_withdrawn& gone) { withdraw_questions(self, gone); },
+    [=](const run_questions_end& end) { return end_run_questions(self, end); },
     [=](tick_atom) { collect_idle_sessions(self); },
     [=](stop_atom) {
       stop_serving(self);

@@ -101,9 +101,10 @@ void settle_unanswered(broker_actor* self, question& q, const std::string& reaso
 // A person answered at the TUI itself (an approval or a clarify panel), or
 // the worker that asked died: what was chosen is not ours to know; the log
 // says the question is closed and why, and the asker stands down.
-void withdraw_questions(broker_actor* self, const std::string& run_id, const std::string& reason) {
+void withdraw_questions(broker_actor* self, const questions_withdrawn& gone) {
+  const std::string& reason = gone.reason;
   for (auto& q : self->state.questions.take_all([&](const question& q) {
-         return q.run_id == run_id &&
+         return q.run_id == gone.run_id &&
                 (q.what == question::kind::terminal_approval || q.what == question::kind::clarify);
        })) {
     json event = q.what == question::kind::clarify ? clarify_resolved(q.id, nullptr, reason)
@@ -115,18 +116,49 @@ void withdraw_questions(broker_actor* self, const std::string& run_id, const std
   }
 }
 
-caf::response_promise open_question(broker_actor* self, question::kind what,
-                                    const std::string& run_id, const std::string& session_id,
-                                    const std::string& request_json, int64_t timeout_ms) {
+std::string to_string(question_topic topic) {
+  switch (topic) {
+    case question_topic::approval:
+      return "approval";
+    case question_topic::compression:
+      return "compression";
+    case question_topic::clarify:
+      return "clarify";
+  }
+  return "unknown";
+}
+
+caf::response_promise open_question(broker_actor* self, question_asked& asked) {
   auto rp = self->make_response_promise();
   std::string id = new_id();
+  auto what = asked.topic == question_topic::compression ? question::kind::compression
+              : asked.topic == question_topic::clarify   ? question::kind::clarify
+                                                         : question::kind::terminal_approval;
   auto [name, id_key] = what == question::kind::compression ? std::pair{"bridge.compression.requested", "request_id"}
                         : what == question::kind::clarify   ? std::pair{"clarify.requested", "clarify_id"}
                                                             : std::pair{"approval.requested", "approval_id"};
-  emit(self, run_id, question_event(name, id_key, id, request_json));
-  self->state.questions.add(question{what, id, run_id, session_id, rp, {}, {}});
-  self->delayed_send(self, std::chrono::milliseconds(timeout_ms), deadline_atom::value, id);
+  emit(self, asked.run_id, question_event(name, id_key, id, asked.request));
+  self->state.questions.add(question{what, id, asked.run_id, std::move(asked.session_id), rp, {}, {}});
+  self->delayed_send(self, std::chrono::milliseconds(asked.timeout_ms), question_due{id});
   return rp;
+}
+
+void cancel_questions(broker_actor* self, const session_questions_cancelled& cancelled) {
+  for (auto& q : self->state.questions.take_all(
+         [&](const question& q) { return q.session_id == cancelled.session_id; }))
+    settle_unanswered(self, q, cancelled.reason, false);
+}
+
+bool end_run_questions(broker_actor* self, const run_questions_end& end) {
+  for (auto& q : self->state.questions.take_all([&](const question& q) { return q.run_id == end.run_id; }))
+    settle_unanswered(self, q, "run ended", false);
+  return true;
+}
+
+void question_deadline(broker_actor* self, const question_due& due) {
+  question q;
+  if (self->state.questions.take(due.id, q))
+    settle_unanswered(self, q, "timeout", true);
 }
 
 void approval_respond(broker_actor* self, const reply_to& to, const json& req) {
@@ -219,9 +251,10 @@ void compression_respond(broker_actor* self, const reply_to& to, const json& req
 }
 
 
-void open_gateway_question(broker_actor* self, const std::string& run_id,
-                           const std::string& session_id, const std::string& request_json,
-                           int64_t timeout_ms) {
+void open_gateway_question(broker_actor* self, gateway_approval_asked& asked) {
+  const std::string& run_id = asked.run_id;
+  const std::string& session_id = asked.session_id;
+  const std::string& request_json = asked.request;
   std::string id = new_id();
   json event = question_event("approval.requested", "approval_id", id, request_json);
   // How to answer exactly this request is the daemon's business, not the client's.
@@ -235,7 +268,7 @@ void open_gateway_question(broker_actor* self, const std::string& run_id,
   emit(self, run_id, event);
   self->state.questions.add(std::move(q));
   // hermes-agent gives up at timeout_ms by itself; the log says so then.
-  self->delayed_send(self, std::chrono::milliseconds(timeout_ms), deadline_atom::value, id);
+  self->delayed_send(self, std::chrono::milliseconds(asked.timeout_ms), question_due{id});
 }
 
 } // namespace hb::actors

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "actors/broker.hpp"
+#include "actors/question_messages.hpp"
 #include "actors/question_table.hpp"
 #include "protocol/json_text.hpp"
 #include "protocol/line_reader.hpp"
@@ -137,14 +138,12 @@ void end_stream(broker_actor* self, handle h);
 
 // -- broker_questions.cpp ------------------------------------------------------
 void emit(broker_actor* self, const std::string& run_id, const protocol::json& event);
-caf::response_promise open_question(broker_actor* self, question::kind what,
-                                    const std::string& run_id, const std::string& session_id,
-                                    const std::string& request_json, int64_t timeout_ms);
-void open_gateway_question(broker_actor* self, const std::string& run_id,
-                           const std::string& session_id, const std::string& request_json,
-                           int64_t timeout_ms);
-void withdraw_questions(broker_actor* self, const std::string& run_id, const std::string& reason);
-void settle_unanswered(broker_actor* self, question& q, const std::string& reason, bool timed_out);
+caf::response_promise open_question(broker_actor* self, question_asked& asked);
+void open_gateway_question(broker_actor* self, gateway_approval_asked& asked);
+void withdraw_questions(broker_actor* self, const questions_withdrawn& gone);
+void cancel_questions(broker_actor* self, const session_questions_cancelled& cancelled);
+bool end_run_questions(broker_actor* self, const run_questions_end& end);
+void question_deadline(broker_actor* self, const question_due& due);
 void approval_respond(broker_actor* self, const reply_to& to, const protocol::json& req);
 void compression_respond(broker_actor* self, const reply_to& to, const protocol::json& req);
 void clarify_respond(broker_actor* self, const reply_to& to, const protocol::json& req);

@@ -1,4 +1,5 @@
 #include "actors/daemon.hpp"
+#include "actors/question_messages.hpp"
 
 #include "actors/broker.hpp"
 #include "actors/daemon_log.hpp"
@@ -127,6 +128,7 @@ int serve(const daemon_settings& settings, int listen_fd, std::shared_ptr<storag
   quiet_scheduler(cfg);
   cfg.load<caf::io::middleman>();
   add_studio_message_types(cfg);
+  add_question_message_types(cfg);
   add_log_message_types(cfg);
   cfg.add_message_type<run_opening>("run_opening");
   caf::actor_system sys{cfg};

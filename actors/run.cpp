@@ -1,6 +1,7 @@
 #include "actors/run.hpp"
 
 #include "actors/log_actors.hpp"
+#include "actors/question_messages.hpp"
 #include "actors/run_output.hpp"
 #include "actors/vocabulary.hpp"
 #include "bridge/agent_host.hpp"
@@ -51,41 +52,42 @@ public:
 
   std::string ask_approval(std::string request, double timeout_s) override {
     std::string choice = "deny"; // if the broker cannot be reached, fail closed
-    ask(approval_atom::value, std::move(request), timeout_s,
+    ask(question_topic::approval, std::move(request), timeout_s,
         [&](std::string& answer) { choice = std::move(answer); });
     return choice;
   }
 
   std::string ask_compression(std::string request, double timeout_s) override {
     std::string reply = R"({"failure": "bridge compression timed out"})";
-    ask(compress_atom::value, std::move(request), timeout_s,
+    ask(question_topic::compression, std::move(request), timeout_s,
         [&](std::string& answer) { reply = std::move(answer); });
     return reply;
   }
 
   std::string ask_clarify(std::string request, double timeout_s) override {
     std::string reply; // nobody answered
-    ask(clarify_atom::value, std::move(request), timeout_s,
+    ask(question_topic::clarify, std::move(request), timeout_s,
         [&](std::string& answer) { reply = std::move(answer); });
     return reply;
   }
 
   void gateway_notify(std::string request, double timeout_s) override {
-    caf::anon_send(broker_, gateway_atom::value, run_id_, session_id_, std::move(request),
-                   static_cast<int64_t>(millis(timeout_s).count()));
+    caf::anon_send(broker_, gateway_approval_asked{run_id_, session_id_, std::move(request),
+                                                   static_cast<int64_t>(millis(timeout_s).count())});
   }
 
   void withdraw_questions(std::string reason) override {
-    caf::anon_send(broker_, withdraw_atom::value, run_id_, std::move(reason));
+    caf::anon_send(broker_, questions_withdrawn{run_id_, std::move(reason)});
   }
 
 private:
-  template <class Atom, class OnAnswer>
-  void ask(Atom what, std::string request, double timeout_s, OnAnswer on_answer) {
+  template <class OnAnswer>
+  void ask(question_topic topic, std::string request, double timeout_s, OnAnswer on_answer) {
     caf::scoped_actor self{sys_};
     self
-      ->request(broker_, millis(timeout_s) + broker_grace, what, run_id_, session_id_,
-                std::move(request), static_cast<int64_t>(millis(timeout_s).count()))
+      ->request(broker_, millis(timeout_s) + broker_grace,
+                question_asked{topic, run_id_, session_id_, std::move(request),
+                               static_cast<int64_t>(millis(timeout_s).count())})
       .receive(on_answer, [](caf::error&) {});
   }
 
@@ -105,7 +107,7 @@ void finish(caf::blocking_actor* self, const run_spec& spec, bridge::turn_outcom
   bool has_history = out.history.has_value();
   self->send(spec.session, closing_atom::value, spec.run_id, has_history,
              std::move(out.history).value_or(std::string()), out.message_count);
-  self->request(spec.broker, caf::infinite, run_end_atom::value, spec.run_id)
+  self->request(spec.broker, caf::infinite, run_questions_end{spec.run_id})
     .receive([](bool) {}, [](caf::error&) {});
   bool has_error = out.error.has_value();
   self

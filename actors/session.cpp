@@ -5,6 +5,7 @@
 #include "actors/chat_request.hpp"
 #include "actors/daemon_log.hpp"
 #include "actors/errors.hpp"
+#include "actors/question_messages.hpp"
 #include "actors/responses.hpp"
 #include "actors/run.hpp"
 #include "actors/studio_messages.hpp"
@@ -406,7 +407,7 @@ void on_interrupt(session_actor* self, const std::string& message, caf::response
   auto& st = self->state;
   if (st.busy && st.replay_stop) { // a replay stops at its next event
     *st.replay_stop = true;
-    self->send(st.links.broker, cancel_atom::value, st.id, std::string("interrupted"));
+    self->send(st.links.broker, session_questions_cancelled{st.id, "interrupted"});
     uint64_t ticket = ++st.next_sync;
     st.syncing.emplace(ticket, rp);
     self->delayed_send(self, interrupt_sync_limit, sync_due_atom::value, ticket);
@@ -425,7 +426,7 @@ void on_interrupt(session_actor* self, const std::string& message, caf::response
       if (!st.busy)
         return rp.deliver(interrupted_line(st.id, true));
       // A turn blocked on a client's answer would not notice the interrupt.
-      self->send(st.links.broker, cancel_atom::value, st.id, std::string("interrupted"));
+      self->send(st.links.broker, session_questions_cancelled{st.id, "interrupted"});
       uint64_t ticket = ++st.next_sync;
       st.syncing.emplace(ticket, rp);
       self->delayed_send(self, interrupt_sync_limit, sync_due_atom::value, ticket);
@@ -451,7 +452,7 @@ void stop_turn(session_actor* self, const std::string& why, bool daemon_stops = 
   auto& st = self->state;
   if (st.busy && st.replay_stop) {
     *st.replay_stop = true;
-    self->send(st.links.broker, cancel_atom::value, st.id, why);
+    self->send(st.links.broker, session_questions_cancelled{st.id, why});
     return;
   }
   if (!st.busy || !st.agent)
@@ -469,7 +470,7 @@ void stop_turn(session_actor* self, const std::string& why, bool daemon_stops = 
     }
     // Its questions are settled only now: an approval denied before the
     // agent knew of the interrupt let it go on with the rest of its turn.
-    caf::anon_send(broker, cancel_atom::value, id, why);
+    caf::anon_send(broker, session_questions_cancelled{id, why});
   });
 }
 

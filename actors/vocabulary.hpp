@@ -57,15 +57,7 @@ using closing_atom = caf::atom_constant<caf::atom("closing")>;
 using run_done_atom = caf::atom_constant<caf::atom("run_done")>;
 using wait_due_atom = caf::atom_constant<caf::atom("wait_due")>;
 using sync_due_atom = caf::atom_constant<caf::atom("sync_due")>;
-// questions routed through the broker
-using approval_atom = caf::atom_constant<caf::atom("approval")>;
-using gateway_atom = caf::atom_constant<caf::atom("gateway")>;
-using compress_atom = caf::atom_constant<caf::atom("compress")>;
-using clarify_atom = caf::atom_constant<caf::atom("clarify")>;
-using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
-using withdraw_atom = caf::atom_constant<caf::atom("withdraw")>;
-using run_end_atom = caf::atom_constant<caf::atom("run_end")>;
-using deadline_atom = caf::atom_constant<caf::atom("deadline")>;
+// (questions routed through the broker: question_messages.hpp)
 // broker housekeeping
 using tick_atom = caf::atom_constant<caf::atom("tick")>;
 using read_due_atom = caf::atom_constant<caf::atom("read_due")>;
