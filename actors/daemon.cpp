@@ -1,10 +1,11 @@
 #include "actors/daemon.hpp"
-#include "actors/question_messages.hpp"
 
 #include "actors/broker.hpp"
 #include "actors/daemon_log.hpp"
 #include "actors/log_actors.hpp"
 #include "actors/log_messages.hpp"
+#include "actors/question_messages.hpp"
+#include "actors/run.hpp"
 #include "actors/studio_messages.hpp"
 #include "bridge/agent_hosting.hpp"
 #include "storage/finished_runs.hpp"
@@ -129,6 +130,7 @@ int serve(const daemon_settings& settings, int listen_fd, std::shared_ptr<storag
   cfg.load<caf::io::middleman>();
   add_studio_message_types(cfg);
   add_question_message_types(cfg);
+  add_run_message_types(cfg);
   add_log_message_types(cfg);
   cfg.add_message_type<run_opening>("run_opening");
   caf::actor_system sys{cfg};

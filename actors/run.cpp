@@ -105,8 +105,8 @@ private:
 // The outcome's texts are moved into the messages, never copied.
 void finish(caf::blocking_actor* self, const run_spec& spec, bridge::turn_outcome out) {
   bool has_history = out.history.has_value();
-  self->send(spec.session, closing_atom::value, spec.run_id, has_history,
-             std::move(out.history).value_or(std::string()), out.message_count);
+  self->send(spec.session, run_closing{spec.run_id, has_history, std::move(out.history).value_or(std::string()),
+                                       out.message_count});
   self->request(spec.broker, caf::infinite, run_questions_end{spec.run_id})
     .receive([](bool) {}, [](caf::error&) {});
   bool has_error = out.error.has_value();
@@ -114,7 +114,7 @@ void finish(caf::blocking_actor* self, const run_spec& spec, bridge::turn_outcom
     ->request(spec.writer, caf::infinite, close_run_atom::value, spec.run_id, out.status,
               std::move(out.result), has_error, std::move(out.error).value_or(std::string()), now_seconds())
     .receive([](bool) {}, [](caf::error&) {});
-  self->send(spec.session, run_done_atom::value, spec.run_id);
+  self->send(spec.session, run_finished{spec.run_id});
 }
 
 void run_actor(caf::blocking_actor* self, std::shared_ptr<run_spec> holder) {
@@ -130,7 +130,7 @@ void run_actor(caf::blocking_actor* self, std::shared_ptr<run_spec> holder) {
       // An agent without steer() already said so when the steer was sent.
     }
   }
-  self->send(spec.session, armed_atom::value, spec.run_id);
+  self->send(spec.session, run_armed{spec.run_id});
   auto outcome = spec.agent->run_turn(sink, spec.request);
   sink->close();
   finish(self, spec, std::move(outcome));
@@ -156,7 +156,7 @@ bool wait_until(std::chrono::steady_clock::time_point due, const std::atomic<boo
 void replay_actor(caf::blocking_actor* self, std::shared_ptr<run_spec> holder) {
   run_spec spec = std::move(*holder);
   auto sink = std::make_shared<actor_sink>(self->system(), spec);
-  self->send(spec.session, armed_atom::value, spec.run_id);
+  self->send(spec.session, run_armed{spec.run_id});
   bridge::turn_outcome out;
   try {
     storage::log_reader log(spec.replay.db_path);

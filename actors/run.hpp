@@ -4,9 +4,12 @@
 #pragma once
 
 #include <caf/actor.hpp>
+#include <caf/actor_system_config.hpp>
 #include <caf/fwd.hpp>
+#include <caf/meta/type_name.hpp>
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -36,9 +39,45 @@ struct run_spec {
   replay_spec replay;
 };
 
-// Tells the session `armed` once an interrupt would stop the turn, `closing`
-// when the turn has returned, and `run_done` once the terminal status is
-// committed.
+// Run -> session, in this order: an interrupt would stop the turn now
+// (run_armed), the turn returned with the conversation it leaves
+// (run_closing), its terminal status is committed (run_finished).
+struct run_armed {
+  std::string run_id;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, run_armed& x) {
+  return f(caf::meta::type_name("run_armed"), x.run_id);
+}
+
+struct run_closing {
+  std::string run_id;
+  bool has_history = false; // false: the agent left no history to keep (the session's stays)
+  std::string history;      // JSON array
+  int64_t message_count = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, run_closing& x) {
+  return f(caf::meta::type_name("run_closing"), x.run_id, x.has_history, x.history, x.message_count);
+}
+
+struct run_finished {
+  std::string run_id;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, run_finished& x) {
+  return f(caf::meta::type_name("run_finished"), x.run_id);
+}
+
+inline void add_run_message_types(caf::actor_system_config& cfg) {
+  cfg.add_message_type<run_armed>("hb::run_armed")
+    .add_message_type<run_closing>("hb::run_closing")
+    .add_message_type<run_finished>("hb::run_finished");
+}
+
 void spawn_run(caf::actor_system& sys, run_spec spec);
 
 } // namespace hb::actors

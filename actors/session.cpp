@@ -361,17 +361,17 @@ void on_chat(session_actor* self, const std::string& request, caf::response_prom
 }
 
 
-void on_closing(session_actor* self, const std::string& run_id, bool has_history, std::string& history,
-                int64_t message_count) {
+void on_closing(session_actor* self, run_closing& closing) {
   auto& st = self->state;
+  const std::string run_id = closing.run_id;
   if (run_id != st.run_id)
     return;
   st.busy = false;
   st.run_id.clear();
   st.last_used_at = now_seconds();
-  if (has_history) {
-    st.history = std::move(history); // the message is this actor's: no copy of a long conversation
-    st.message_count = message_count;
+  if (closing.has_history) {
+    st.history = std::move(closing.history); // the message is this actor's: no copy of a long conversation
+    st.message_count = closing.message_count;
   }
   persist(self);
   if (auto it = st.starting.find(run_id); it != st.starting.end()) {
@@ -590,10 +590,9 @@ caf::behavior session_behavior(session_actor* self, std::string id, session_link
   };
   return {
     [=](chat_atom, const std::string& request) { return later(on_chat, request); },
-    [=](armed_atom, const std::string& run_id) { on_armed(self, run_id); },
-    [=](closing_atom, const std::string& run_id, bool has_history, std::string& history,
-        int64_t message_count) { on_closing(self, run_id, has_history, history, message_count); },
-    [=](run_done_atom, const std::string& run_id) { on_run_done(self, run_id); },
+    [=](const run_armed& armed) { on_armed(self, armed.run_id); },
+    [=](run_closing& closing) { on_closing(self, closing); },
+    [=](const run_finished& done) { on_run_done(self, done.run_id); },
     [=](wait_due_atom, const std::string& run_id) { answer_waiting(self, run_id); },
     [=](interrupt_atom, const std::string& message) { return later(on_interrupt, message); },
     [=](sync_due_atom, uint64_t ticket) { on_sync_due(self->state, ticket); },

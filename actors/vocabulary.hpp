@@ -52,9 +52,6 @@ using status_atom = caf::atom_constant<caf::atom("status")>;
 using destroy_atom = caf::atom_constant<caf::atom("destroy")>;
 using gc_atom = caf::atom_constant<caf::atom("gc")>;
 using drain_atom = caf::atom_constant<caf::atom("drain")>;
-using armed_atom = caf::atom_constant<caf::atom("armed")>;
-using closing_atom = caf::atom_constant<caf::atom("closing")>;
-using run_done_atom = caf::atom_constant<caf::atom("run_done")>;
 using wait_due_atom = caf::atom_constant<caf::atom("wait_due")>;
 using sync_due_atom = caf::atom_constant<caf::atom("sync_due")>;
 // (questions routed through the broker: question_messages.hpp)
