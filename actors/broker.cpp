@@ -5,6 +5,7 @@
 #include "actors/log_messages.hpp"
 #include "actors/responses.hpp"
 #include "actors/session.hpp"
+#include "actors/session_messages.hpp"
 #include "actors/studio_messages.hpp"
 #include "actors/test_faults.hpp"
 #include "bridge/agent_hosting.hpp"
@@ -272,7 +273,7 @@ void route(broker_actor* self, const reply_to& to, const json& req) {
     const caf::actor* session = known_session(self, id);
     if (!session)
       throw protocol::key_error("unknown session: " + id);
-    forward(self, to, *session, interrupt_atom::value, protocol::dumps(protocol::field(req, "message")));
+    forward(self, to, *session, interrupt_turn{protocol::dumps(protocol::field(req, "message"))});
   } else if (action == "steer") {
     std::string text = protocol::field_truthy(req, "text") ? protocol::field_str(req, "text")
                                                            : protocol::field_str(req, "message");
@@ -283,7 +284,7 @@ void route(broker_actor* self, const reply_to& to, const json& req) {
     const caf::actor* session = known_session(self, id);
     if (!session)
       throw protocol::key_error("unknown session: " + id);
-    forward(self, to, *session, steer_atom::value, text);
+    forward(self, to, *session, steer_turn{text});
   } else if (action == "approval_respond") {
     approval_respond(self, to, req);
   } else if (action == "compression_respond") {
@@ -399,7 +400,7 @@ void collect_idle_sessions(broker_actor* self) {
   for (auto& [id, session] : self->state.sessions) {
     std::string sid = id;
     caf::actor which = session;
-    self->request(which, session_reply_limit, gc_atom::value, idle)
+    self->request(which, session_reply_limit, collect_idle{idle})
       .then([=](bool collected) {
               if (collected)
                 log_event(log_level::info, "session.idle_released", "", {{"session", sid}});

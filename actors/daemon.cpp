@@ -6,6 +6,7 @@
 #include "actors/log_messages.hpp"
 #include "actors/question_messages.hpp"
 #include "actors/run.hpp"
+#include "actors/session_messages.hpp"
 #include "actors/studio_messages.hpp"
 #include "bridge/agent_hosting.hpp"
 #include "storage/finished_runs.hpp"
@@ -131,6 +132,7 @@ int serve(const daemon_settings& settings, int listen_fd, std::shared_ptr<storag
   add_studio_message_types(cfg);
   add_question_message_types(cfg);
   add_run_message_types(cfg);
+  add_session_message_types(cfg);
   add_log_message_types(cfg);
   cfg.add_message_type<run_opening>("run_opening");
   caf::actor_system sys{cfg};

@@ -8,6 +8,7 @@
 #include "actors/question_messages.hpp"
 #include "actors/responses.hpp"
 #include "actors/run.hpp"
+#include "actors/session_messages.hpp"
 #include "actors/studio_messages.hpp"
 #include "bridge/agent_hosting.hpp"
 #include "bridge/tmux/native_session.hpp"
@@ -594,16 +595,16 @@ caf::behavior session_behavior(session_actor* self, std::string id, session_link
     [=](run_closing& closing) { on_closing(self, closing); },
     [=](const run_finished& done) { on_run_done(self, done.run_id); },
     [=](wait_due_atom, const std::string& run_id) { answer_waiting(self, run_id); },
-    [=](interrupt_atom, const std::string& message) { return later(on_interrupt, message); },
+    [=](const interrupt_turn& msg) { return later(on_interrupt, msg.message); },
     [=](sync_due_atom, uint64_t ticket) { on_sync_due(self->state, ticket); },
-    [=](steer_atom, const std::string& text) { return later(on_steer, text); },
+    [=](const steer_turn& msg) { return later(on_steer, msg.text); },
     [=](estimate_context& msg) { return later(on_estimate, std::move(msg)); },
     [=](switch_model& msg) { return later(on_switch_model, std::move(msg)); },
     [=](const profile_of&) { return profile_answer(self->state); },
     [=](history_atom) { return later(on_history); },
     [=](status_atom) { return status_answer(self->state); },
     [=](destroy_atom) { return on_destroy(self); },
-    [=](gc_atom, int64_t idle_seconds) { return collect_if_idle(self, idle_seconds); },
+    [=](const collect_idle& msg) { return collect_if_idle(self, msg.idle_seconds); },
     [=](drain_atom) { return later(on_drain); },
   };
 }

@@ -45,12 +45,9 @@ using output_atom = caf::atom_constant<caf::atom("output")>;
 using result_atom = caf::atom_constant<caf::atom("result")>;
 // sessions
 using chat_atom = caf::atom_constant<caf::atom("chat")>;
-using interrupt_atom = caf::atom_constant<caf::atom("interrupt")>;
-using steer_atom = caf::atom_constant<caf::atom("steer")>;
 using history_atom = caf::atom_constant<caf::atom("history")>;
 using status_atom = caf::atom_constant<caf::atom("status")>;
 using destroy_atom = caf::atom_constant<caf::atom("destroy")>;
-using gc_atom = caf::atom_constant<caf::atom("gc")>;
 using drain_atom = caf::atom_constant<caf::atom("drain")>;
 using wait_due_atom = caf::atom_constant<caf::atom("wait_due")>;
 using sync_due_atom = caf::atom_constant<caf::atom("sync_due")>;
