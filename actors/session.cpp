@@ -364,7 +364,7 @@ void on_chat(session_actor* self, const std::string& request, caf::response_prom
 
 void on_closing(session_actor* self, run_closing& closing) {
   auto& st = self->state;
-  const std::string run_id = closing.run_id;
+  const std::string& run_id = closing.run_id;
   if (run_id != st.run_id)
     return;
   st.busy = false;

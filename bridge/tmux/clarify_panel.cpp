@@ -18,20 +18,6 @@ constexpr const char* truncation_marker = "… (question truncated)";
 constexpr const char* recommended = "(recommended)";
 constexpr size_t max_choices = 4; // hermes' clarify tool keeps the first four
 
-std::string ascii_lower(std::string s) {
-  for (auto& c : s)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-std::string without_space(const std::string& s) {
-  std::string out;
-  for (char c : s)
-    if (!std::isspace(static_cast<unsigned char>(c)))
-      out += c;
-  return out;
-}
-
 // A choice as hermes compares it: stripped, "(Recommended)" dropped, any case.
 std::string comparable(const std::string& text) {
   std::string s = ascii_lower(strip_space(text));
@@ -172,8 +158,8 @@ std::optional<clarify_call> clarify_call_in(const std::string& tool_calls_json) 
 }
 
 bool panel_shows(const clarify_panel& panel, const clarify_call& call) {
-  std::string shown = without_space(panel.question);
-  std::string asked = without_space(call.question);
+  std::string shown = without_whitespace(panel.question);
+  std::string asked = without_whitespace(call.question);
   if (shown.empty())
     return true; // a panel too short for its question shows only the choices
   return asked.compare(0, shown.size(), shown) == 0;

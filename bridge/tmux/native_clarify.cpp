@@ -141,23 +141,16 @@ void clarify_watch::answer(const std::string& text) {
 // At `✎ ❯`: typed as keys, not pasted (hermes would fold a long paste into a
 // placeholder, and the clarify prompt sends the placeholder as the answer),
 // then Enter once the prompt shows the text.
-bool clarify_watch::type_answer(const std::string& text) {
+void clarify_watch::type_answer(const std::string& text) {
   auto until = clock_type::now() + prompt_wait;
   while (!read_tui_screen(s_.tmux.capture()).typing_answer) {
     if (clock_type::now() >= until)
-      return false;
+      return;
     std::this_thread::sleep_for(pane_poll);
   }
   s_.tmux.type_text(text);
-  std::string needle = without_whitespace(commit_needle(text));
-  until = clock_type::now() + prompt_wait;
-  while (without_whitespace(read_tui_screen(s_.tmux.capture()).draft).find(needle) == std::string::npos) {
-    if (clock_type::now() >= until)
-      break; // pressed anyway: a draft wider than the pane shows only its end
-    std::this_thread::sleep_for(pane_poll);
-  }
+  s_.await_in_draft(commit_needle(text), prompt_wait); // Enter either way: a long draft may show only its end
   s_.tmux.send_keys({"Enter"});
-  return true;
 }
 
 } // namespace hb::bridge::native_detail

@@ -18,14 +18,6 @@ namespace native_detail {
 
 const char* const exited_message = "hermes terminal is no longer running (the TUI exited)";
 
-std::string without_whitespace(const std::string& s) {
-  std::string out;
-  for (char c : s)
-    if (!std::isspace(static_cast<unsigned char>(c)))
-      out += c;
-  return out;
-}
-
 } // namespace native_detail
 
 namespace {
@@ -222,6 +214,20 @@ void native_session::impl::clear_draft() {
 // Types `text` into the TUI's input as one bracketed paste and submits it
 // with exactly one Enter, once the paste is visibly in the draft (an Enter
 // that arrives first would become a line break inside the draft).
+bool native_session::impl::await_in_draft(const std::string& needle_text, milliseconds limit) {
+  std::string needle = without_whitespace(needle_text);
+  for (auto until = clock_type::now() + limit; !needle.empty();) {
+    std::string pane = tmux.capture();
+    tui_screen now = read_tui_screen(pane);
+    if (without_whitespace(now.input_found ? now.draft : pane).find(needle) != std::string::npos)
+      return true;
+    if (clock_type::now() >= until)
+      return false;
+    std::this_thread::sleep_for(pane_poll);
+  }
+  return true;
+}
+
 void native_session::impl::type(const std::string& text, milliseconds settle_limit) {
   if (!tmux.alive())
     throw protocol::runtime_error(exited_message);
@@ -229,15 +235,7 @@ void native_session::impl::type(const std::string& text, milliseconds settle_lim
   clear_draft();
   tmux.paste(paste_payload(text));
   // A long paste shows as its placeholder, not as its text.
-  std::string needle = without_whitespace(collapses_as_paste(text) ? pasted_text_marker : commit_needle(text));
-  auto until = clock_type::now() + commit_wait;
-  while (!needle.empty() && clock_type::now() < until) {
-    std::string pane = tmux.capture();
-    tui_screen now = read_tui_screen(pane);
-    if (without_whitespace(now.input_found ? now.draft : pane).find(needle) != std::string::npos)
-      break;
-    std::this_thread::sleep_for(pane_poll);
-  }
+  await_in_draft(collapses_as_paste(text) ? pasted_text_marker : commit_needle(text), commit_wait);
   std::this_thread::sleep_for(milliseconds(300));
   // hermes 0.20 turns Enter after a trailing backslash into a line break,
   // but only with the cursor at the draft's end: one step left, and Enter

@@ -38,8 +38,6 @@ constexpr const char* stopped_mirroring = "hermes-bridge stopped mirroring this 
 constexpr milliseconds alive_poll{1000};
 extern const char* const exited_message;
 
-std::string without_whitespace(const std::string& s);
-
 } // namespace native_detail
 
 struct native_session::impl {
@@ -97,6 +95,9 @@ struct native_session::impl {
   bool ctrl_c_if_busy();
   // Caller holds input_mu.
   void type(const std::string& text, milliseconds settle_limit);
+  // Until the draft (the pane, when no input area shows) holds `needle`
+  // (whitespace ignored); false at the limit.
+  bool await_in_draft(const std::string& needle, milliseconds limit);
   int64_t deliver_confirmed(const std::string& text, int64_t baseline);
 
 private:
@@ -168,7 +169,7 @@ private:
   clarify_call call_for(const clarify_panel& panel);
   void ask(const clarify_panel& panel);
   void answer(const std::string& text);
-  bool type_answer(const std::string& text);
+  void type_answer(const std::string& text);
   std::string gone_reason() const;
 
   native_session::impl& s_;

@@ -36,6 +36,20 @@ std::string strip_space(const std::string& s) {
   return s.substr(b, e - b);
 }
 
+std::string without_whitespace(const std::string& s) {
+  std::string out;
+  for (char c : s)
+    if (!std::isspace(static_cast<unsigned char>(c)))
+      out += c;
+  return out;
+}
+
+std::string ascii_lower(std::string s) {
+  for (auto& c : s)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
 namespace {
 
 size_t code_points(const std::string& s) {
@@ -53,11 +67,6 @@ std::string first_code_points(const std::string& s, size_t n) {
   return s;
 }
 
-std::string lower(std::string s) {
-  for (auto& c : s)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 // Box-drawing borders and selection marks around a panel line.
 std::string unboxed(const std::string& line) {
@@ -82,7 +91,7 @@ std::string unboxed(const std::string& line) {
 
 // The choice a panel row offers, or empty for a row that is none.
 std::string choice_for_label(const std::string& label) {
-  std::string l = lower(label);
+  std::string l = ascii_lower(label);
   if (l == "allow once")
     return "once";
   if (l == "allow for this session")
@@ -210,7 +219,7 @@ std::optional<approval_prompt> parse_legacy(const std::vector<std::string>& line
   prompt.legacy = true;
   for (size_t j = at; j-- > 0;) {
     std::string header = "dangerous command:";
-    auto found = lower(lines[j]).find(header);
+    auto found = ascii_lower(lines[j]).find(header);
     if (found == std::string::npos)
       continue;
     // The header names the danger; the command is on the next line.
@@ -223,7 +232,7 @@ std::optional<approval_prompt> parse_legacy(const std::vector<std::string>& line
     }
     break;
   }
-  for (char c : lower(m[1].str())) {
+  for (char c : ascii_lower(m[1].str())) {
     if (c == 'o')
       prompt.options.push_back({"once", "o"});
     else if (c == 's')
@@ -358,7 +367,7 @@ std::optional<approval_prompt> parse_approval_prompt(const std::string& pane) {
   auto lines = pane_lines(pane);
   // The newest prompt is the one that waits: search from the bottom.
   for (size_t i = lines.size(); i-- > 0;) {
-    std::string l = lower(lines[i]);
+    std::string l = ascii_lower(lines[i]);
     if (l.find("choice [o/") != std::string::npos)
       return parse_legacy(lines, i);
     // The panel's title; a row that merely mentions it (a description, the

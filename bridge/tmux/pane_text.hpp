@@ -10,10 +10,14 @@
 namespace hb::bridge {
 
 // Shared by the pane readers: a capture's lines (CR, LF or CRLF), a line
-// without surrounding whitespace, and a box row's text between "│ " and
-// " │" (padding kept; a row without both bars loses its marks instead).
+// without surrounding whitespace, text without any whitespace (for finding
+// what wrapping may have split), ASCII lower case, and a box row's text
+// between "│ " and " │" (padding kept; a row without both bars loses its
+// marks instead).
 std::vector<std::string> pane_lines(const std::string& text);
 std::string strip_space(const std::string& s);
+std::string without_whitespace(const std::string& s);
+std::string ascii_lower(std::string s);
 std::string box_row(const std::string& line);
 
 // The bytes of a bracketed paste of `text`: every line break (CRLF, CR, LF)
