@@ -10,6 +10,7 @@
 #include "protocol/names.hpp"
 #include "protocol/wire_error.hpp"
 #include "storage/log_writer.hpp"
+#include "storage/private_files.hpp"
 
 #include <sqlite3.h>
 
@@ -106,9 +107,7 @@ int import_file(const import_flags& f) {
 
   std::unique_ptr<storage::log_writer> writer;
   try {
-    auto parent = std::filesystem::path(path).parent_path();
-    if (!parent.empty())
-      std::filesystem::create_directories(parent);
+    storage::make_private_dirs(std::filesystem::path(path).parent_path().string());
     writer = std::make_unique<storage::log_writer>(path);
   } catch (const std::exception& e) {
     throw tool_error(exit_usage, "cannot open event log " + path + " for writing: " + e.what());

@@ -1,6 +1,7 @@
 #include "storage/log_startup.hpp"
 
 #include "storage/log_reader.hpp"
+#include "storage/private_files.hpp"
 
 #include <chrono>
 #include <filesystem>
@@ -17,9 +18,7 @@ std::string damage_advice(const std::string& path, const std::string& verdict) {
 
 opened_log open_for_serving(const std::string& path, const startup_options& options, double now) {
   auto started = std::chrono::steady_clock::now();
-  auto parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty())
-    std::filesystem::create_directories(parent);
+  make_private_dirs(std::filesystem::path(path).parent_path().string());
   opened_log out;
   writer_options writing;
   writing.synchronous = options.synchronous;

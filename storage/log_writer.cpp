@@ -6,11 +6,21 @@
 
 namespace hb::storage {
 
+namespace {
+
+// The file exists, owner-only, before SQLite opens it (see private_files.hpp).
+const std::string& made_private(const std::string& path) {
+  prepare_private_log_file(path);
+  return path;
+}
+
+} // namespace
+
 // One thread at a time uses a writer (built on one, then handed to the writer
 // actor's), so SQLite's own connection mutex, taken by every bind, step and
 // reset, is pure cost: about 5 % of the writer's time under W3.
 log_writer::log_writer(const std::string& path, const writer_options& options)
-  : db_(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE | SQLite::OPEN_NOMUTEX) {
+  : db_(made_private(path), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE | SQLite::OPEN_NOMUTEX) {
   prepare_log(db_, options.synchronous);
   if (!options.checkpoint_on_commit)
     db_.exec("PRAGMA wal_autocheckpoint=0"); // a separate connection checkpoints
