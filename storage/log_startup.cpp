@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
 
@@ -38,6 +39,24 @@ opened_log open_for_serving(const std::string& path, const startup_options& opti
   return out;
 }
 
+namespace {
+
+std::mutex damage_mu;
+std::optional<found_damage> damage_found; // guarded by damage_mu
+
+void keep_damage(const std::string& reason) {
+  double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  std::lock_guard<std::mutex> lock(damage_mu);
+  damage_found = found_damage{reason, now};
+}
+
+} // namespace
+
+std::optional<found_damage> damage_found_after_start() {
+  std::lock_guard<std::mutex> lock(damage_mu);
+  return damage_found;
+}
+
 void check_in_background(const std::string& path,
                          void (*report)(const std::string& path, const std::string& verdict)) {
   std::thread([path, report] {
@@ -45,8 +64,11 @@ void check_in_background(const std::string& path,
     try {
       SQLite::Database db(path, SQLite::OPEN_READONLY);
       verdict = check_integrity(db);
+      if (verdict != "ok")
+        keep_damage("the integrity check after start found the event log damaged: " + verdict);
     } catch (const std::exception& e) {
       verdict = std::string("the check could not run: ") + e.what();
+      keep_damage(std::string("the integrity check after start could not run: ") + e.what());
     }
     report(path, verdict);
   }).detach();
