@@ -13,7 +13,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <iostream>
 #include <unordered_map>
 #include <utility>
 
@@ -458,6 +457,7 @@ caf::behavior log_writer_actor(writer_actor* self, std::shared_ptr<storage::log_
       h.degraded = st.degraded;
       h.reason = st.degraded ? st.failure : std::string();
       h.degraded_since = st.degraded ? st.degraded_since : 0;
+      add_damage_found(h);
       h.held_operations = static_cast<int64_t>(st.backlog.size());
       h.held_bytes = static_cast<int64_t>(st.backlog_bytes);
       h.failed_runs = st.failed_runs;

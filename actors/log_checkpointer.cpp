@@ -1,6 +1,7 @@
 #include "actors/log_actors.hpp"
 
 #include "actors/daemon_log.hpp"
+#include "actors/test_faults.hpp"
 #include "actors/vocabulary.hpp"
 
 #include <caf/all.hpp>
@@ -8,6 +9,7 @@
 
 #include <malloc.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -39,7 +41,9 @@ checkpointer_alarm sleeper;
 // delta waiting behind it; so the writer never checkpoints and this actor
 // does it on its own connection, which does not block appends.
 struct checkpointer_state {
+  std::string path;
   std::unique_ptr<SQLite::Database> db;
+  int open_failures = 0;      // in a row; the next try waits longer
   uint64_t moved_seen = 0;    // output_bytes_moved at the previous tick
   uint64_t moved_trimmed = 0; // ... at the last trim
   int64_t data_version = -1;  // SQLite's count of other connections' commits, at the previous look
@@ -102,19 +106,50 @@ bool checkpoint(checkpointer_state& st) {
   return false;
 }
 
+// Without its connection the checkpointer does nothing and the WAL grows
+// with every commit (the writer never checkpoints), so an open that fails
+// (the file briefly unreadable, no descriptor left) is tried again, each
+// time twice as late (0.5 s up to a minute), and each failure is logged.
+std::chrono::milliseconds open_connection(checkpointer_state& st) {
+  try {
+    if (test_fault_enabled("checkpointer_open_fails") && st.open_failures < 2)
+      throw std::runtime_error("test fault: checkpointer_open_fails");
+    auto db = std::make_unique<SQLite::Database>(st.path, SQLite::OPEN_READWRITE);
+    db->setBusyTimeout(1000);
+    st.db = std::move(db);
+  } catch (const std::exception& e) {
+    ++st.open_failures;
+    auto wait = std::chrono::milliseconds(500) * (1 << std::min(st.open_failures - 1, 7));
+    wait = std::min<std::chrono::milliseconds>(wait, std::chrono::minutes(1));
+    log_event(st.open_failures == 1 ? log_level::error : log_level::warn, "log.checkpointer_open_failed",
+              e.what(), {{"attempt", std::to_string(st.open_failures)},
+                         {"retry_in_ms", std::to_string(wait.count())}});
+    return wait;
+  }
+  if (st.open_failures > 0)
+    log_event(log_level::info, "log.checkpointer_opened", "",
+              {{"after_failures", std::to_string(st.open_failures)}});
+  st.open_failures = 0;
+  return std::chrono::milliseconds(0);
+}
+
 caf::behavior log_checkpointer_actor(caf::stateful_actor<checkpointer_state>* self, std::string path,
                                      std::chrono::milliseconds period) {
-  try {
-    self->state.db = std::make_unique<SQLite::Database>(path, SQLite::OPEN_READWRITE);
-    self->state.db->setBusyTimeout(1000);
-  } catch (const std::exception& e) {
-    log_event(log_level::error, "log.checkpointer_open_failed", e.what());
-  }
+  self->state.path = std::move(path);
   sleeper.who = caf::weak_actor_ptr{self->ctrl()};
   self->send(self, tick_atom::value);
   return {
     [=](tick_atom) {
       auto& st = self->state;
+      if (!st.db) {
+        // Not asleep while it has no connection: the retry's own timer
+        // is the one outstanding tick.
+        if (auto retry = open_connection(st); retry.count() > 0) {
+          trim_when_quiet(st);
+          self->delayed_send(self, retry, tick_atom::value);
+          return;
+        }
+      }
       bool settled = checkpoint(st);
       bool fresh = something_new(st);
       trim_when_quiet(st);

@@ -40,6 +40,12 @@ typename Inspector::result_type inspect(Inspector& f, log_health& x) {
            x.degraded, x.reason, x.degraded_since, x.held_operations, x.held_bytes, x.failed_runs);
 }
 
+// Adds what the integrity check after start found wrong with the log
+// (storage::damage_found_after_start) to `h` as a degraded state with its
+// reason: writes go on, but an operator must see it in `health`, not only on
+// stderr. A write failure's reason comes first when both hold.
+void add_damage_found(log_health& h);
+
 // main -> writer on stop: commit everything (and fold the WAL into the
 // database file when `fold_wal`). Answered true only once all of it is
 // written; an error (with what is left unwritten) otherwise, and the daemon

@@ -3,6 +3,7 @@
 // them. Unset in normal use, and then nothing here changes anything.
 //   actions            the `test_fault` action: {"fault": "kill_writer" | "kill_broker"}
 //   reader_open_fails  each log reader's first open of the log fails
+//   checkpointer_open_fails  the log checkpointer's first two opens of the log fail
 #pragma once
 
 #include <cstdlib>

@@ -3,16 +3,13 @@
 // (app/export_format.hpp), read from one snapshot of the log.
 #include "storage/export_format.hpp"
 #include "app/log_query.hpp"
+#include "app/private_output.hpp"
 #include "app/tool_commands.hpp"
 #include "app/tool_support.hpp"
 #include "storage/log_file.hpp"
 
-#include <unistd.h>
-
 #include <chrono>
-#include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 
@@ -31,46 +28,6 @@ double now_seconds() {
   using namespace std::chrono;
   return duration<double>(system_clock::now().time_since_epoch()).count();
 }
-
-// Written next to the target and renamed into place, so a failed export
-// never leaves half a file under the name asked for.
-class output_file {
-public:
-  explicit output_file(const std::string& path) : path_(path) {
-    if (path_.empty() || path_ == "-")
-      return;
-    tmp_ = path_ + ".partial-" + std::to_string(::getpid());
-    file_.open(tmp_, std::ios::binary | std::ios::trunc);
-    if (!file_)
-      throw tool_error(exit_usage, "cannot write " + tmp_);
-  }
-  ~output_file() {
-    if (!tmp_.empty() && !done_) {
-      std::error_code ec;
-      std::filesystem::remove(tmp_, ec);
-    }
-  }
-  std::ostream& out() { return tmp_.empty() ? std::cout : file_; }
-  void line(const std::string& s) { out() << s << '\n'; }
-  void finish() {
-    out().flush();
-    if (!out())
-      throw tool_error(exit_failure, "writing " + (tmp_.empty() ? std::string("stdout") : tmp_) + " failed");
-    if (tmp_.empty())
-      return;
-    file_.close();
-    std::error_code ec;
-    std::filesystem::rename(tmp_, path_, ec);
-    if (ec)
-      throw tool_error(exit_failure, "cannot move " + tmp_ + " to " + path_ + ": " + ec.message());
-    done_ = true;
-  }
-
-private:
-  std::string path_, tmp_;
-  std::ofstream file_;
-  bool done_ = false;
-};
 
 int export_runs(const export_flags& f) {
   if (f.run_id.empty() == f.session.empty())
@@ -97,7 +54,7 @@ int export_runs(const export_flags& f) {
   header.sessions = static_cast<int64_t>(sessions.size());
   header.runs = static_cast<int64_t>(runs.size());
 
-  output_file out(f.output);
+  private_output out(f.output);
   export_counts counts;
   out.line(encode_header(header));
   for (const auto& s : sessions) {

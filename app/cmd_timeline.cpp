@@ -3,15 +3,12 @@
 // app/timeline_html.cpp + app/timeline_page.cpp; this file reads the run
 // and writes the file.
 #include "app/log_query.hpp"
+#include "app/private_output.hpp"
 #include "app/timeline_html.hpp"
 #include "app/tool_commands.hpp"
 #include "app/tool_support.hpp"
 
-#include <unistd.h>
-
-#include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 
@@ -25,37 +22,6 @@ struct timeline_flags {
   log_location where;
   std::string run_id, output;
 };
-
-// Written next to the target and renamed into place, so a failure never
-// leaves half a page under the name asked for.
-void write_page(const std::string& path, const std::string& page) {
-  if (path == "-") {
-    std::fwrite(page.data(), 1, page.size(), stdout);
-    if (std::fflush(stdout) != 0 || std::ferror(stdout))
-      throw tool_error(exit_failure, "writing stdout failed");
-    return;
-  }
-  const std::string tmp = path + ".partial-" + std::to_string(::getpid());
-  {
-    std::ofstream file(tmp, std::ios::binary | std::ios::trunc);
-    if (!file)
-      throw tool_error(exit_usage, "cannot write " + tmp);
-    file.write(page.data(), static_cast<std::streamsize>(page.size()));
-    file.flush();
-    if (!file) {
-      std::error_code ec;
-      std::filesystem::remove(tmp, ec);
-      throw tool_error(exit_failure, "writing " + tmp + " failed");
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::error_code ignored;
-    std::filesystem::remove(tmp, ignored);
-    throw tool_error(exit_failure, "cannot move " + tmp + " to " + path + ": " + ec.message());
-  }
-}
 
 int timeline(const timeline_flags& f) {
   if (f.run_id.empty())
@@ -71,7 +37,9 @@ int timeline(const timeline_flags& f) {
   snapshot.reset();
 
   timeline_data data = build_timeline(run, events);
-  write_page(f.output, render_timeline_html(data));
+  private_output page(f.output);
+  page.write(render_timeline_html(data));
+  page.finish();
   if (f.output != "-")
     std::cerr << "wrote the timeline of run " << run.run_id << " (" << data.tools.size() << " tool calls, "
               << data.approvals.size() << " approvals, " << data.compressions.size() << " compressions, "

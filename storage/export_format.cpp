@@ -173,11 +173,6 @@ struct fields {
 
 } // namespace
 
-export_run* export_decoder::find_run(const std::string& run_id) {
-  auto it = run_index_.find(run_id);
-  return it == run_index_.end() ? nullptr : &bundle_.runs[it->second];
-}
-
 void export_decoder::line(std::string_view text) {
   ++line_no_;
   if (!text.empty() && text.back() == '\r')
@@ -209,6 +204,8 @@ void export_decoder::line(std::string_view text) {
     h.sessions = f.count("sessions");
     h.runs = f.count("runs");
     header_seen_ = true;
+    if (sink_)
+      sink_->header(h);
     return;
   }
 
@@ -224,48 +221,70 @@ void export_decoder::line(std::string_view text) {
     s.history = f.json_text("history", json::value_t::array, "a JSON array's text");
     s.message_count = f.count("message_count");
     s.destroyed = f.boolean("destroyed");
-    bundle_.sessions.push_back(std::move(s));
     ++bundle_.counts.sessions;
+    if (sink_)
+      sink_->session(std::move(s), line_no_);
+    else
+      bundle_.sessions.push_back(std::move(s));
   } else if (type == "run") {
-    export_run r;
-    r.row.run_id = f.id("run_id");
-    if (find_run(r.row.run_id))
-      throw export_damaged(line_no_, "run " + r.row.run_id + " appears twice");
-    r.row.session_id = f.str("session_id");
-    r.row.status = f.id("status");
-    r.row.started_at = f.number("started_at");
-    r.row.ended_at = f.opt_number("ended_at");
-    r.row.result = f.opt_str("result");
-    if (r.row.result && json::parse(*r.row.result, nullptr, false).is_discarded())
+    run_row r;
+    r.run_id = f.id("run_id");
+    if (runs_.count(r.run_id))
+      throw export_damaged(line_no_, "run " + r.run_id + " appears twice");
+    r.session_id = f.str("session_id");
+    r.status = f.id("status");
+    // A status the log does not know would be served to clients as it is
+    // and read by recovery and retention as finished.
+    if (!is_run_status(r.status))
+      throw export_damaged(line_no_, "run " + r.run_id + " has the unknown status \"" + r.status +
+                                       "\" (known: running, complete, interrupted, error)");
+    r.started_at = f.number("started_at");
+    r.ended_at = f.opt_number("ended_at");
+    r.result = f.opt_str("result");
+    if (r.result && json::parse(*r.result, nullptr, false).is_discarded())
       f.bad("result", "JSON text or null");
-    r.row.error = f.opt_str("error");
-    r.row.pruned_at = f.opt_number("pruned_at");
+    r.error = f.opt_str("error");
+    r.pruned_at = f.opt_number("pruned_at");
     if (f.obj.contains("user_message"))
-      r.row.user_message = f.opt_str("user_message");
-    if (r.row.status != "running" && !r.row.ended_at)
-      throw export_damaged(line_no_, "run " + r.row.run_id + " is " + r.row.status + " but has no ended_at");
-    run_index_.emplace(r.row.run_id, bundle_.runs.size());
-    bundle_.runs.push_back(std::move(r));
+      r.user_message = f.opt_str("user_message");
+    if (r.status != "running" && !r.ended_at)
+      throw export_damaged(line_no_, "run " + r.run_id + " is " + r.status + " but has no ended_at");
+    runs_.emplace(r.run_id, run_progress{bundle_.runs.size()});
     ++bundle_.counts.runs;
+    if (sink_) {
+      sink_->run(std::move(r), line_no_);
+    } else {
+      bundle_.runs.emplace_back();
+      bundle_.runs.back().row = std::move(r);
+    }
   } else if (type == "delta" || type == "event") {
     bool delta = type == "delta";
     std::string run_id = f.id("run_id");
-    export_run* run = find_run(run_id);
-    if (!run)
+    auto run = runs_.find(run_id);
+    if (run == runs_.end())
       throw export_damaged(line_no_, type + " of run " + run_id + ", which has no run line before it");
-    auto& rows = delta ? run->deltas : run->events;
+    int64_t& due = delta ? run->second.next_delta : run->second.next_event;
     seq_row row;
     row.seq = f.count("seq");
-    if (row.seq != static_cast<int64_t>(rows.size()))
+    if (row.seq != due)
       throw export_damaged(line_no_, type + " seq " + std::to_string(row.seq) + " of run " + run_id +
-                                       " where seq " + std::to_string(rows.size()) + " was due");
+                                       " where seq " + std::to_string(due) + " was due");
     row.at = f.number("at");
     if (delta)
       row.text = f.str("text");
     else
       row.text = f.json_text("body", json::value_t::object, "a JSON object's text");
-    rows.push_back(std::move(row));
+    ++due;
     ++(delta ? bundle_.counts.deltas : bundle_.counts.events);
+    if (sink_) {
+      if (delta)
+        sink_->delta(run_id, std::move(row), line_no_);
+      else
+        sink_->event(run_id, std::move(row), line_no_);
+    } else {
+      auto& stored = bundle_.runs[run->second.index];
+      (delta ? stored.deltas : stored.events).push_back(std::move(row));
+    }
   } else if (type == "end") {
     end_.sessions = f.count("sessions");
     end_.runs = f.count("runs");

@@ -73,23 +73,45 @@ struct export_damaged : std::runtime_error {
   size_t line;
 };
 
+// Receives an export's rows one line at a time, each already checked, so a
+// file of any size can be loaded without holding it. `line` is the row's
+// line in the file (for messages); what a sink throws passes through.
+class export_sink {
+public:
+  virtual ~export_sink() = default;
+  virtual void header(const export_header&) {}
+  virtual void session(session_row&& s, size_t line) = 0;
+  virtual void run(run_row&& r, size_t line) = 0;
+  virtual void delta(const std::string& run_id, seq_row&& d, size_t line) = 0;
+  virtual void event(const std::string& run_id, seq_row&& e, size_t line) = 0;
+};
+
 // Reads an export line by line, checking everything: the header first and
-// a version this build reads, each run before its rows, each run's deltas
-// and events contiguous from seq 0, no run or session twice, and an end line
-// whose counts match (so a truncated file is caught).
+// a version this build reads, each run before its rows and with a status the
+// log knows, each run's deltas and events contiguous from seq 0, no run or
+// session twice, and an end line whose counts match (so a truncated file is
+// caught). With a sink, it keeps only the ids and next seqs of the runs
+// (finish() then has no rows in its bundle); without one, it collects the
+// whole file into the bundle finish() returns.
 class export_decoder {
 public:
+  export_decoder() = default;
+  explicit export_decoder(export_sink& sink) : sink_(&sink) {}
   void line(std::string_view text); // throws export_damaged
   export_bundle finish();           // throws export_damaged
 
 private:
-  export_run* find_run(const std::string& run_id);
+  struct run_progress {
+    size_t index = 0; // in bundle_.runs, when collecting
+    int64_t next_delta = 0, next_event = 0;
+  };
 
+  export_sink* sink_ = nullptr;
   size_t line_no_ = 0;
   bool header_seen_ = false, end_seen_ = false;
   export_bundle bundle_;
   export_counts end_;
-  std::unordered_map<std::string, size_t> run_index_;
+  std::unordered_map<std::string, run_progress> runs_;
   std::unordered_set<std::string> session_ids_;
 };
 

@@ -6,8 +6,14 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace hb::storage {
+
+// The statuses a run can have in the log (storage/FORMAT.md).
+inline bool is_run_status(std::string_view s) {
+  return s == "running" || s == "complete" || s == "interrupted" || s == "error";
+}
 
 struct run_row {
   int64_t run_no = 0; // internal key; not carried by exports

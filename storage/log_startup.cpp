@@ -1,9 +1,11 @@
 #include "storage/log_startup.hpp"
 
 #include "storage/log_reader.hpp"
+#include "storage/private_files.hpp"
 
 #include <chrono>
 #include <filesystem>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
 
@@ -17,9 +19,7 @@ std::string damage_advice(const std::string& path, const std::string& verdict) {
 
 opened_log open_for_serving(const std::string& path, const startup_options& options, double now) {
   auto started = std::chrono::steady_clock::now();
-  auto parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty())
-    std::filesystem::create_directories(parent);
+  make_private_dirs(std::filesystem::path(path).parent_path().string());
   opened_log out;
   writer_options writing;
   writing.synchronous = options.synchronous;
@@ -39,6 +39,24 @@ opened_log open_for_serving(const std::string& path, const startup_options& opti
   return out;
 }
 
+namespace {
+
+std::mutex damage_mu;
+std::optional<found_damage> damage_found; // guarded by damage_mu
+
+void keep_damage(const std::string& reason) {
+  double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  std::lock_guard<std::mutex> lock(damage_mu);
+  damage_found = found_damage{reason, now};
+}
+
+} // namespace
+
+std::optional<found_damage> damage_found_after_start() {
+  std::lock_guard<std::mutex> lock(damage_mu);
+  return damage_found;
+}
+
 void check_in_background(const std::string& path,
                          void (*report)(const std::string& path, const std::string& verdict)) {
   std::thread([path, report] {
@@ -46,8 +64,11 @@ void check_in_background(const std::string& path,
     try {
       SQLite::Database db(path, SQLite::OPEN_READONLY);
       verdict = check_integrity(db);
+      if (verdict != "ok")
+        keep_damage("the integrity check after start found the event log damaged: " + verdict);
     } catch (const std::exception& e) {
       verdict = std::string("the check could not run: ") + e.what();
+      keep_damage(std::string("the integrity check after start could not run: ") + e.what());
     }
     report(path, verdict);
   }).detach();

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,9 +34,19 @@ struct opened_log {
 opened_log open_for_serving(const std::string& path, const startup_options& options, double now);
 
 // Runs the integrity check on its own read-only connection and thread;
-// `report` receives the verdict ("ok" or the damage).
+// `report` receives the verdict ("ok" or the damage). A verdict other than
+// "ok" is also kept for damage_found_after_start().
 void check_in_background(const std::string& path, void (*report)(const std::string& path,
                                                                  const std::string& verdict));
+
+// What the background check found wrong with this process's log (damage,
+// or why the check could not run), for `health`; nothing while it has not
+// finished or found the log sound. Safe from any thread.
+struct found_damage {
+  std::string reason;
+  double at = 0; // wall clock seconds
+};
+std::optional<found_damage> damage_found_after_start();
 
 std::string damage_advice(const std::string& path, const std::string& verdict);
 

@@ -4,6 +4,7 @@
 #include "protocol/names.hpp"
 #include "protocol/wire_error.hpp"
 #include "storage/log_file.hpp"
+#include "storage/log_rows.hpp"
 #include "storage/schema.hpp"
 
 #include <functional>
@@ -112,7 +113,7 @@ public:
         if (ended || !q.getColumn(5).isNull())
           problem("runs", id, std::nullopt,
                   "status is 'running' but the run has an end (ended_at or result): its terminal status is lost");
-      } else if (status == "complete" || status == "interrupted" || status == "error") {
+      } else if (is_run_status(status)) {
         if (!ended)
           problem("runs", id, std::nullopt, "status '" + status + "' without ended_at");
       } else {

@@ -1,16 +1,27 @@
 #include "storage/log_writer.hpp"
 
 #include "storage/log_file.hpp"
+#include "storage/private_files.hpp"
 
 #include <stdexcept>
 
 namespace hb::storage {
 
+namespace {
+
+// The file exists, owner-only, before SQLite opens it (see private_files.hpp).
+const std::string& made_private(const std::string& path) {
+  prepare_private_log_file(path);
+  return path;
+}
+
+} // namespace
+
 // One thread at a time uses a writer (built on one, then handed to the writer
 // actor's), so SQLite's own connection mutex, taken by every bind, step and
 // reset, is pure cost: about 5 % of the writer's time under W3.
 log_writer::log_writer(const std::string& path, const writer_options& options)
-  : db_(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE | SQLite::OPEN_NOMUTEX) {
+  : db_(made_private(path), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE | SQLite::OPEN_NOMUTEX) {
   prepare_log(db_, options.synchronous);
   if (!options.checkpoint_on_commit)
     db_.exec("PRAGMA wal_autocheckpoint=0"); // a separate connection checkpoints
@@ -96,12 +107,9 @@ bool log_writer::append_event(const std::string& run_id, const std::string& body
   return true;
 }
 
-void log_writer::close_run(const std::string& run_id, std::string_view status,
-                           const std::optional<std::string>& result,
-                           const std::optional<std::string>& error, double ended_at) {
-  auto* run = find(run_id);
-  if (!run)
-    return;
+void log_writer::write_end(const open_run_state& run, std::string_view status,
+                          const std::optional<std::string>& result, const std::optional<std::string>& error,
+                          double ended_at) {
   begin();
   finish_run_->bind(1, std::string(status));
   // NoCopy: a result can hold the run's whole output twice; the strings
@@ -115,11 +123,26 @@ void log_writer::close_run(const std::string& run_id, std::string_view status,
   else
     finish_run_->bind(3);
   finish_run_->bind(4, ended_at);
-  finish_run_->bind(5, run->run_no);
+  finish_run_->bind(5, run.run_no);
   finish_run_->exec();
   finish_run_->reset();
-  runs_.erase(run_id);
   ++pending_rows_;
+}
+
+void log_writer::close_run(const std::string& run_id, std::string_view status,
+                           const std::optional<std::string>& result,
+                           const std::optional<std::string>& error, double ended_at) {
+  auto* run = find(run_id);
+  if (!run)
+    return;
+  write_end(*run, status, result, error, ended_at);
+  runs_.erase(run_id);
+}
+
+void log_writer::put_imported_run(const run_row& row) {
+  open_run(row.run_id, row.session_id, row.started_at, row.user_message.value_or(""));
+  if (row.status != "running")
+    write_end(*find(row.run_id), row.status, row.result, row.error, row.ended_at.value_or(row.started_at));
 }
 
 void log_writer::put_session(const session_row& row) {

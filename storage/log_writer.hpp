@@ -42,6 +42,10 @@ public:
                  const std::optional<std::string>& result,
                  const std::optional<std::string>& error, double ended_at);
   void put_session(const session_row& row);
+  // For `import`: the run row as another log had it (its status, result,
+  // error and end already), open for its deltas and events to be appended
+  // until this writer goes.
+  void put_imported_run(const run_row& row);
 
   // Commits the open transaction, if any. Returns the number of rows it held.
   size_t commit();
@@ -62,6 +66,8 @@ private:
   void begin();
   open_run_state* find(const std::string& run_id);
   void insert_event(open_run_state& run, const std::string& body, double at);
+  void write_end(const open_run_state& run, std::string_view status, const std::optional<std::string>& result,
+                 const std::optional<std::string>& error, double ended_at);
 
   SQLite::Database db_;
   std::unique_ptr<SQLite::Statement> insert_run_, insert_delta_, insert_event_, finish_run_,

@@ -217,7 +217,27 @@ class DamagedLog(unittest.TestCase):
             while "is damaged" not in later.stderr() and time.monotonic() < deadline:
                 time.sleep(0.05)
             self.assertIn("is damaged", later.stderr())
+            # ... and `health` says so, as it does for a log that takes no writes
+            health = later.request({"action": "health"})
+            self.assertEqual(health["status"], "degraded", health)
+            self.assertEqual(health["log"]["state"], "degraded", health)
+            self.assertIn("the integrity check after start found the event log damaged",
+                          health["log"]["reason"])
+            self.assertGreater(health["log"]["since"], 0)
+            self.assertTrue(later.request({"action": "ping"})["pong"])  # still serving
             later.stop()
+            # a sound log checked after start stays "ok"
+            with Bridge(args=["--integrity-check-max-mb", "0"]) as sound:
+                sound.chat("h", "script:say hi", wait=True)
+                sound.request({"action": "shutdown"})
+                sound.proc.wait(15)
+                again = Bridge(args=["--db", str(sound.home / "hermes-bridge" / "events.db"),
+                                     "--integrity-check-max-mb", "0"]).start()
+                try:
+                    self.assertTrue(again.log_has("event=log.integrity_ok", timeout=10), again.stderr())
+                    self.assertEqual(again.request({"action": "health"})["status"], "ok")
+                finally:
+                    again.stop()
         finally:
             b.stop()
 

@@ -174,3 +174,59 @@ TEST_CASE("a run's user message travels with it; files without one still read", 
   CHECK(lines[2].find(R"("user_message": "[{\"type\": \"text\", \"text\": \"look\"}]")") != std::string::npos);
   CHECK(*decode(lines).runs[0].row.user_message == *r.user_message);
 }
+
+TEST_CASE("a run status the log does not know is refused with its line", "[app]") {
+  auto lines = sample_lines();
+  lines[2].replace(lines[2].find("\"status\": \"complete\""), 20, "\"status\": \"finished\"");
+  CHECK(damage(lines).find("line 3: run r1 has the unknown status \"finished\"") == 0);
+  for (const char* known : {"complete", "interrupted", "error"}) {
+    auto ok = sample_lines();
+    ok[2].replace(ok[2].find("\"complete\""), 10, std::string("\"") + known + "\"");
+    CHECK(damage(ok).empty());
+  }
+}
+
+namespace {
+
+// What a streaming reader of an export sees, in order.
+struct recording_sink : export_sink {
+  std::vector<std::string> seen;
+  void header(const export_header& h) override { seen.push_back("header " + h.source); }
+  void session(session_row&& s, size_t line) override {
+    seen.push_back("session " + s.session_id + " @" + std::to_string(line));
+  }
+  void run(run_row&& r, size_t line) override {
+    seen.push_back("run " + r.run_id + " " + r.status + " @" + std::to_string(line));
+  }
+  void delta(const std::string& run_id, seq_row&& d, size_t) override {
+    seen.push_back("delta " + run_id + " " + std::to_string(d.seq) + " " + d.text);
+  }
+  void event(const std::string& run_id, seq_row&& e, size_t) override {
+    seen.push_back("event " + run_id + " " + std::to_string(e.seq));
+  }
+};
+
+} // namespace
+
+TEST_CASE("with a sink the decoder hands rows on and keeps none", "[app]") {
+  recording_sink sink;
+  export_decoder d(sink);
+  for (const auto& l : sample_lines())
+    d.line(l);
+  auto b = d.finish();
+  CHECK(sink.seen == std::vector<std::string>{"header /tmp/events.db", "session s1 @2", "run r1 complete @3",
+                                              "delta r1 0 héllo\n", "event r1 0", "event r1 1"});
+  CHECK(b.sessions.empty());
+  CHECK(b.runs.empty());
+  CHECK(b.counts.runs == 1);
+  CHECK(b.counts.events == 2);
+
+  // the same checks as when collecting: a gap is still found
+  recording_sink other;
+  export_decoder gap(other);
+  auto lines = sample_lines();
+  lines.erase(lines.begin() + 4);
+  for (size_t i = 0; i < 4; ++i)
+    gap.line(lines[i]);
+  CHECK_THROWS_WITH(gap.line(lines[4]), Catch::StartsWith("line 5: event seq 1 of run r1 where seq 0 was due"));
+}
