@@ -206,7 +206,7 @@ int attach(const client_flags& f) {
     throw tool_error(exit_failure, "session " + f.session + " is not a native session: it has no TUI to attach to");
   std::string socket = config.value("tmux_socket", ""), target = config.value("tmux_target", "main");
   if (f.print) {
-    std::printf("%s\n", config.value("attach", "").c_str());
+    std::printf("%s\n", visible_text(config.value("attach", "")).c_str());
     return exit_ok;
   }
   ::unsetenv("TMUX"); // attaching from inside tmux is what the person asked for

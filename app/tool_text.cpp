@@ -185,8 +185,13 @@ size_t display_width(std::string_view utf8) {
 }
 
 std::string render_table(const std::vector<std::string>& headers,
-                         const std::vector<std::vector<std::string>>& rows,
+                         const std::vector<std::vector<std::string>>& given_rows,
                          const std::vector<bool>& right) {
+  // Session ids, profiles and models are whatever a client sent.
+  std::vector<std::vector<std::string>> rows = given_rows;
+  for (auto& row : rows)
+    for (auto& cell : row)
+      cell = visible_text(cell);
   std::vector<size_t> width(headers.size());
   for (size_t c = 0; c < headers.size(); ++c)
     width[c] = display_width(headers[c]);

@@ -24,8 +24,8 @@ std::string format_local_time(double unix_seconds);
 // "08:30:15.250" in local time.
 std::string format_local_clock(double unix_seconds);
 
-// Columns padded to their widest cell (UTF-8 aware), two spaces apart;
-// `right` says which columns are right-aligned (numbers).
+// Columns padded to their widest cell (UTF-8 aware), two spaces apart, the
+// cells made visible_text; `right` says which columns are right-aligned (numbers).
 std::string render_table(const std::vector<std::string>& headers,
                          const std::vector<std::vector<std::string>>& rows,
                          const std::vector<bool>& right = {});

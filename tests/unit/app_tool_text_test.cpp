@@ -105,3 +105,8 @@ TEST_CASE("a command to approve is one quoted shell word", "[app][visible]") {
   CHECK(shell_quoted("") == "''");
   CHECK(shell_quoted("rm -rf ~/x\r\x1b[2Kls -la") == "'rm -rf ~/x\\x0d\\x1b[2Kls -la'");
 }
+
+TEST_CASE("table cells are made visible and padded as shown", "[app][visible]") {
+  std::string out = render_table({"SESSION", "N"}, {{"s\x1b[2J", "1"}, {"plain", "22"}}, {false, true});
+  CHECK(out == "SESSION    N\ns\\x1b[2J   1\nplain     22\n");
+}
