@@ -10,6 +10,7 @@
 #include "actors/session.hpp"
 #include "actors/studio_messages.hpp"
 #include "bridge/agent_hosting.hpp"
+#include "protocol/names.hpp"
 #include "protocol/request.hpp"
 
 #include <unistd.h>
@@ -28,8 +29,12 @@ const std::set<std::string> mcp_actions = {"mcp_list",          "mcp_server_add"
                                            "mcp_server_remove", "mcp_server_test",   "mcp_tools_list",
                                            "mcp_reload"};
 
+// A profile a request names is refused here if it is not a plain name, so a
+// path never reaches a host; whether it exists is asked where it is used
+// (bridge::check_profile), off the broker's thread.
 std::string profile_or_default(const json& req) {
   std::string profile = protocol::py_strip(protocol::field_str(req, "profile"));
+  protocol::check_profile_name(profile);
   return profile.empty() ? "default" : profile;
 }
 
@@ -60,6 +65,7 @@ void profile_call(broker_actor* self, const reply_to& to, const std::string& pro
   blocking_call(self,
                 [host, profile, op, args]() -> outcome {
                   try {
+                    bridge::check_profile(profile); // before a worker is started for it
                     return {true, host->call(profile, op, args), ""};
                   } catch (const protocol::wire_error& e) {
                     return {false, e.type, e.what()};

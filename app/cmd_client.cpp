@@ -8,6 +8,7 @@
 #include "app/replay_render.hpp"
 #include "app/tool_commands.hpp"
 #include "app/tool_support.hpp"
+#include "app/tool_text.hpp"
 #include "protocol/json_text.hpp"
 
 #include <signal.h>
@@ -70,9 +71,9 @@ json request(const client_flags& f, const std::string& endpoint, const json& req
   json answer = json::parse(call_daemon(endpoint, protocol::dumps(with_token(f, req))), nullptr, false);
   if (!answer.is_object())
     throw tool_error(exit_failure, "the daemon's answer is not JSON");
-  if (!answer.value("ok", false))
-    throw tool_error(exit_failure, answer.value("error_type", std::string("error")) + ": " +
-                                     answer.value("error", std::string()));
+  if (!answer.value("ok", false)) // the error may carry an agent's text
+    throw tool_error(exit_failure, visible_text(answer.value("error_type", std::string("error")) + ": " +
+                                                answer.value("error", std::string())));
   return answer;
 }
 
@@ -85,8 +86,9 @@ std::string approval_choice(const client_flags& f, const json& ev) {
     std::fprintf(stderr, "\n[no terminal to ask: denied; use --approve once|deny]\n");
     return "deny";
   }
-  std::fprintf(stderr, "\nApprove `%s`? [o]nce, [s]ession, [a]lways, [d]eny: ",
-               ev.value("command", std::string()).c_str());
+  // Quoted on a line of its own, controls shown: what is approved is what is read.
+  std::fprintf(stderr, "\nApprove this command?\n  %s\n[o]nce, [s]ession, [a]lways, [d]eny: ",
+               shell_quoted(ev.value("command", std::string())).c_str());
   std::string answer;
   std::getline(tty, answer);
   switch (answer.empty() ? 'd' : answer[0]) {
@@ -126,7 +128,7 @@ int chat(const client_flags& f) {
   }
   json started = request(f, endpoint, req);
   std::string run_id = started.value("run_id", ""), session_id = started.value("session_id", "");
-  std::fprintf(stderr, "[session %s, run %s]\n", session_id.c_str(), run_id.c_str());
+  std::fprintf(stderr, "[session %s, run %s]\n", visible_text(session_id).c_str(), visible_text(run_id).c_str());
 
   struct sigaction sa {};
   sa.sa_handler = on_sigint; // no SA_RESTART: a read wakes up to look
@@ -153,7 +155,7 @@ int chat(const client_flags& f) {
     }
     json chunk = json::parse(*line, nullptr, false);
     if (!chunk.is_object() || !chunk.value("ok", false))
-      throw tool_error(exit_failure, "stream ended: " + *line);
+      throw tool_error(exit_failure, "stream ended: " + visible_text(*line));
     for (const auto& ev : chunk.value("events", json::array())) {
       std::string out = render.event(protocol::dumps(ev), wall_now());
       std::fwrite(out.data(), 1, out.size(), stdout);
@@ -169,7 +171,7 @@ int chat(const client_flags& f) {
       break;
   }
   std::fprintf(stdout, "\n");
-  std::fprintf(stderr, "[%s]\n", status.c_str());
+  std::fprintf(stderr, "[%s]\n", visible_text(status).c_str());
   return status == "complete" ? exit_ok : status == "interrupted" ? exit_interrupted : exit_failure;
 }
 
@@ -204,7 +206,7 @@ int attach(const client_flags& f) {
     throw tool_error(exit_failure, "session " + f.session + " is not a native session: it has no TUI to attach to");
   std::string socket = config.value("tmux_socket", ""), target = config.value("tmux_target", "main");
   if (f.print) {
-    std::printf("%s\n", config.value("attach", "").c_str());
+    std::printf("%s\n", visible_text(config.value("attach", "")).c_str());
     return exit_ok;
   }
   ::unsetenv("TMUX"); // attaching from inside tmux is what the person asked for

@@ -185,7 +185,7 @@ int host_embedded(const serve_flags& flags, const std::string& home, const hb::b
     }
   }
   hb::bridge::python_runtime::release_main_thread();
-  hb::bridge::host_agents_embedded(std::move(environment));
+  hb::bridge::host_agents_embedded(std::move(environment), home);
   return 0;
 }
 
@@ -223,7 +223,7 @@ int host_in_workers(const serve_flags& flags, const std::string& home, const hb:
   auto pool = std::make_shared<hb::bridge::worker::worker_pool>(options);
   pool->start_housekeeping();
   pool->prestart("default"); // most chats name no profile
-  hb::bridge::host_agents_in_workers(pool, chosen.agent_json());
+  hb::bridge::host_agents_in_workers(pool, chosen.agent_json(), home);
   settings.agent_root = env.agent_root.value_or("None");
   return 0;
 }

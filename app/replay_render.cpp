@@ -18,8 +18,10 @@ constexpr const char* yes_sgr = "1;32";
 constexpr const char* no_sgr = "1;31";
 constexpr const char* compress_sgr = "1;35";
 
+// Every piece of an event is someone else's text: made visible before it
+// reaches the terminal (tool_text.hpp), our own styles added after.
 std::string as_text(const json& v) {
-  return v.is_string() ? v.get<std::string>() : protocol::dumps(v);
+  return visible_text(v.is_string() ? v.get<std::string>() : protocol::dumps(v));
 }
 
 std::string field_text(const json& ev, const char* key) {
@@ -86,15 +88,15 @@ std::string replay_renderer::text(const std::string& s, bool reasoning) {
 std::string replay_renderer::header(const run_row& run) {
   started_at_ = run.started_at;
   line_start_ = true;
-  return style("1", "== run " + run.run_id + " (session " + run.session_id + "), started " +
-                      format_local_time(run.started_at) + " ==") +
+  return style("1", "== run " + visible_text(run.run_id) + " (session " + visible_text(run.session_id) +
+                      "), started " + format_local_time(run.started_at) + " ==") +
          "\n";
 }
 
 std::string replay_renderer::event(const std::string& body, double at) {
   json ev = json::parse(body, nullptr, false);
   if (!ev.is_object())
-    return block(dim, "[unreadable event] " + body);
+    return block(dim, "[unreadable event] " + visible_text(body));
   std::string name = field_text(ev, "event");
 
   if (name == "stream.delta")
@@ -142,7 +144,7 @@ std::string replay_renderer::event(const std::string& body, double at) {
     const json& a = ev.contains("args") ? ev["args"] : empty;
     if (a.is_object()) {
       for (auto it = a.begin(); it != a.end(); ++it)
-        args += (args.empty() ? "" : "\n") + it.key() + ": " + clip(as_text(it.value()));
+        args += (args.empty() ? "" : "\n") + visible_text(it.key()) + ": " + clip(as_text(it.value()));
     } else if (!a.is_null()) {
       args = clip(as_text(a));
     }
@@ -216,7 +218,7 @@ std::string replay_renderer::event(const std::string& body, double at) {
   json rest = ev;
   rest.erase("event");
   return block(dim, "[" + (name.empty() ? std::string("event") : name) + "]" +
-                      (rest.empty() ? "" : " " + protocol::dumps(rest)));
+                      (rest.empty() ? "" : " " + visible_text(protocol::dumps(rest))));
 }
 
 std::string replay_renderer::footer(const run_row& run) {
@@ -226,13 +228,13 @@ std::string replay_renderer::footer(const run_row& run) {
     head = "== still running: this is what the log holds so far ==";
     sgr = ask_sgr;
   } else {
-    head = "== " + run.status + " after " + seconds_text(*run.ended_at - run.started_at) + " ==";
+    head = "== " + visible_text(run.status) + " after " + seconds_text(*run.ended_at - run.started_at) + " ==";
     if (run.status == "error")
       sgr = no_sgr;
     else if (run.status != "complete")
       sgr = ask_sgr;
   }
-  std::string rest = run.error ? "error: " + *run.error : std::string();
+  std::string rest = run.error ? "error: " + visible_text(*run.error) : std::string();
   std::string out = block(sgr, head, rest);
   return out;
 }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <ctime>
+#include <utility>
 
 namespace hb::app {
 
@@ -184,8 +185,13 @@ size_t display_width(std::string_view utf8) {
 }
 
 std::string render_table(const std::vector<std::string>& headers,
-                         const std::vector<std::vector<std::string>>& rows,
+                         const std::vector<std::vector<std::string>>& given_rows,
                          const std::vector<bool>& right) {
+  // Session ids, profiles and models are whatever a client sent.
+  std::vector<std::vector<std::string>> rows = given_rows;
+  for (auto& row : rows)
+    for (auto& cell : row)
+      cell = visible_text(cell);
   std::vector<size_t> width(headers.size());
   for (size_t c = 0; c < headers.size(); ++c)
     width[c] = display_width(headers[c]);
@@ -239,6 +245,83 @@ std::string clip_text(const std::string& text, size_t max_lines, size_t max_byte
     out += ", " + std::to_string(rest_lines) + " more lines";
   out += ")";
   return out;
+}
+
+namespace {
+
+// The code point of the UTF-8 sequence at text[pos] and its length, or a
+// length of 0 when the bytes there are not UTF-8 (overlong, a surrogate,
+// beyond U+10FFFF, cut short).
+std::pair<char32_t, size_t> decode_utf8(std::string_view text, size_t pos) {
+  auto byte = [&](size_t i) { return pos + i < text.size() ? static_cast<unsigned char>(text[pos + i]) : 0u; };
+  unsigned lead = byte(0);
+  size_t len = lead >= 0xC2 && lead <= 0xDF ? 2 : lead >= 0xE0 && lead <= 0xEF ? 3 : lead >= 0xF0 && lead <= 0xF4 ? 4 : 0;
+  if (len == 0)
+    return {0, 0};
+  // The second byte's range rules out overlong forms, surrogates and > U+10FFFF.
+  unsigned low = lead == 0xE0 ? 0xA0 : lead == 0xF0 ? 0x90 : 0x80;
+  unsigned high = lead == 0xED ? 0x9F : lead == 0xF4 ? 0x8F : 0xBF;
+  if (byte(1) < low || byte(1) > high)
+    return {0, 0};
+  char32_t cp = lead & (len == 2 ? 0x1F : len == 3 ? 0x0F : 0x07);
+  for (size_t i = 1; i < len; ++i) {
+    if ((byte(i) & 0xC0) != 0x80)
+      return {0, 0};
+    cp = (cp << 6) | (byte(i) & 0x3F);
+  }
+  return {cp, len};
+}
+
+bool hidden_format(char32_t cp) {
+  return (cp >= 0x80 && cp <= 0x9F) || (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+} // namespace
+
+std::string visible_text(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  char buf[12];
+  for (size_t i = 0; i < text.size();) {
+    auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x80) {
+      bool kept = c == '\n' || c == '\t' || (c >= 0x20 && c != 0x7F) ||
+                  (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n');
+      if (kept) {
+        out += static_cast<char>(c);
+      } else {
+        std::snprintf(buf, sizeof buf, "\\x%02x", c);
+        out += buf;
+      }
+      ++i;
+      continue;
+    }
+    auto [cp, len] = decode_utf8(text, i);
+    if (len == 0) {
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+      ++i;
+    } else if (hidden_format(cp)) {
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(cp));
+      out += buf;
+      i += len;
+    } else {
+      out.append(text.substr(i, len));
+      i += len;
+    }
+  }
+  return out;
+}
+
+std::string shell_quoted(std::string_view text) {
+  std::string out = "'";
+  for (char c : visible_text(text)) {
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out += c;
+  }
+  return out + "'";
 }
 
 } // namespace hb::app

@@ -1,5 +1,6 @@
 #include "bridge/agent_hosting.hpp"
 
+#include "bridge/profile_dirs.hpp"
 #include "bridge/python/embedded_agent.hpp"
 #include "bridge/worker/worker_pool.hpp"
 
@@ -10,6 +11,7 @@ namespace {
 struct hosting {
   std::shared_ptr<worker::worker_pool> pool; // null: embedded
   std::string agent_json = "{}";
+  std::string hermes_home;
 };
 hosting& the_host() {
   static hosting h;
@@ -17,19 +19,27 @@ hosting& the_host() {
 }
 } // namespace
 
-void host_agents_embedded(std::string agent_json) {
+void host_agents_embedded(std::string agent_json, std::string hermes_home) {
   the_host().pool.reset();
   the_host().agent_json = std::move(agent_json);
+  the_host().hermes_home = std::move(hermes_home);
 }
 
-void host_agents_in_workers(std::shared_ptr<worker::worker_pool> pool, std::string agent_json) {
+void host_agents_in_workers(std::shared_ptr<worker::worker_pool> pool, std::string agent_json,
+                            std::string hermes_home) {
   the_host().pool = std::move(pool);
   the_host().agent_json = std::move(agent_json);
+  the_host().hermes_home = std::move(hermes_home);
+}
+
+void check_profile(const std::string& profile) {
+  check_profile_exists(the_host().hermes_home, profile);
 }
 
 std::shared_ptr<agent_host> create_agent(const std::string& session_id, const std::string& profile,
                                          const std::string& model, const std::string& provider,
                                          std::string& config_json) {
+  check_profile(profile); // before a worker is started for it
   if (auto& pool = the_host().pool)
     return pool->create_session(session_id, profile, model, provider, config_json);
   return agent_session::create(session_id, profile, model, provider, config_json);

@@ -18,12 +18,19 @@ namespace worker {
 class worker_pool;
 }
 
-// `agent_json`: what health reports about the agent's environment (a JSON object).
-void host_agents_embedded(std::string agent_json);
-void host_agents_in_workers(std::shared_ptr<worker::worker_pool> pool, std::string agent_json);
+// `agent_json`: what health reports about the agent's environment (a JSON
+// object); `hermes_home`: where the profiles are (absolute).
+void host_agents_embedded(std::string agent_json, std::string hermes_home);
+void host_agents_in_workers(std::shared_ptr<worker::worker_pool> pool, std::string agent_json,
+                            std::string hermes_home);
+
+// Refuses a profile that is not a plain name or has no directory under the
+// hermes home (bridge/profile_dirs.hpp): every profile an agent or a
+// profile operation is given passes here first. Throws protocol::wire_error.
+void check_profile(const std::string& profile);
 
 // Builds a session's agent; config_json receives the session's config.
-// Blocks; throws protocol::wire_error.
+// Blocks; throws protocol::wire_error (check_profile's first).
 std::shared_ptr<agent_host> create_agent(const std::string& session_id, const std::string& profile,
                                          const std::string& model, const std::string& provider,
                                          std::string& config_json);

@@ -104,12 +104,33 @@ def _base_home() -> Path:
     return _normalized_base(Path(raw).expanduser().resolve())
 
 
+# A profile's name becomes a path: a plain name only, as the daemon checks it
+# (protocol/names.cpp), so that nothing outside <home>/profiles is reached.
+_PLAIN_PROFILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}\Z")
+
+
 def _profile_home(profile: str) -> Path:
+    """The default profile's home is the base; any other profile is a
+    directory of its own right under <base>/profiles (the way Hermes Studio
+    lists profiles). A name that is not plain, a directory that resolves
+    elsewhere (a symlink out) is a ValueError; a missing one a KeyError:
+    falling back to the base would hand the profile the default's config."""
     base = _base_home()
-    if profile == "default":
+    if not profile or profile == "default":
         return base
-    candidate = base / "profiles" / profile
-    return candidate if candidate.exists() else base
+    if not isinstance(profile, str) or not _PLAIN_PROFILE.match(profile):
+        raise ValueError("profile must be a plain name (up to 64 letters, digits, '_', '.' or '-', "
+                         f"not starting with '.' or '-'), not {profile!r}")
+    try:
+        profiles = (base / "profiles").resolve()
+        home = (profiles / profile).resolve()
+    except (OSError, RuntimeError) as exc:  # a symlink loop
+        raise ValueError(f"profile {profile!r} cannot be resolved: {exc}") from None
+    if home.parent != profiles:
+        raise ValueError(f"profile {profile!r} resolves outside {profiles}: {home}")
+    if not home.is_dir():
+        raise KeyError(f"unknown profile: {profile} (no directory {profiles / profile})")
+    return home
 
 
 # --------------------------------------------------------------------------

@@ -142,6 +142,16 @@ class StudioDifferentialTest(unittest.TestCase):
                     self.assertEqual(o.raw_norm, s.raw_norm, "raw bytes differ")
         self.assertGreater(compared, 150)
 
+    def test_a_profile_that_does_not_exist_is_refused(self) -> None:
+        """Studio's bridge runs a profile with no directory on the default
+        profile's config and .env; ours refuses it (issue 21)."""
+        with Bridge(kind="studio") as studio, Bridge(kind="ours") as ours:
+            req = {"action": "chat", "session_id": "p", "message": "hi", "wait": True, "profile": "ghost"}
+            self.assertEqual(studio.request(req)["status"], "complete")
+            answer = ours.request(req)
+            self.assertEqual((answer["ok"], answer["error_type"]), (False, "KeyError"), answer)
+            self.assertTrue(answer["error"].startswith("'unknown profile: ghost"), answer)
+
     def test_kept_differences_are_what_they_say(self) -> None:
         by = lambda trace: trace.by_label()
         st, ours = by(self.studio), by(self.ours)

@@ -216,6 +216,7 @@ class ActionsOverIpc(unittest.TestCase):
         after = self.req(action="status", session_id="switch")
         self.assertEqual(after["config"]["model"], "other-model")
         self.assertEqual(after["created_at"], before["created_at"])  # the same agent, switched in place
+        (self.bridge.home / "profiles" / "other").mkdir(parents=True)  # a profile is a directory
         reply = self.req(action="chat", session_id="switch", message="c", profile="other", wait=True)
         self.assertEqual(reply["status"], "complete")
         again = self.req(action="status", session_id="switch")

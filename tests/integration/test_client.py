@@ -5,6 +5,9 @@ daemon, and recorded runs replayed through the daemon (`chat` with
 from __future__ import annotations
 
 import json
+import os
+import pty
+import select
 import signal
 import subprocess
 import time
@@ -79,6 +82,96 @@ class Chat(unittest.TestCase):
             self.assertIn("[interrupted]", stderr)
             run_id = stderr.split("run ")[1].split("]")[0]
             self.assertEqual(b.request({"action": "get_result", "run_id": run_id})["status"], "interrupted")
+
+
+# The command an agent asks to run, and what a terminal shows when it is
+# printed as is: the carriage return and erase-line leave only "ls -la".
+HIDDEN = "rm -rf ~/x\r\x1b[2Kls -la"
+SHOWN = "rm -rf ~/x\\x0d\\x1b[2Kls -la"
+
+
+def on_a_terminal(args: list[str], answer: bytes, until: bytes, timeout: float = 30) -> tuple[bytes, int]:
+    """Runs the client with a pseudo-terminal as its controlling terminal
+    (what /dev/tty opens), types `answer` once `until` has appeared, and
+    returns everything it wrote there and its exit code."""
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: exec at once, never return into the test
+        try:
+            os.execv(args[0], args)
+        finally:
+            os._exit(127)
+    seen, answered = b"", False
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([fd], [], [], 0.2)
+            if not ready:
+                continue
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:  # EIO: the child closed its side
+                break
+            if not chunk:
+                break
+            seen += chunk
+            if not answered and until in seen:
+                os.write(fd, answer)
+                answered = True
+    finally:
+        os.close(fd)
+    _, status = os.waitpid(pid, 0)
+    return seen, os.waitstatus_to_exitcode(status)
+
+
+class ControlCharacters(unittest.TestCase):
+    """What an agent sends is shown, not obeyed: the terminal client makes
+    controls visible and quotes the command it asks about (issue 21, item 10)."""
+
+    def test_the_command_to_approve_is_shown_quoted_with_its_controls_visible(self):
+        with Bridge() as b:
+            args = [str(bridge_binary()), "chat", "--session", "tty", "--endpoint", b.endpoint,
+                    f"script:approve-gw {HIDDEN};say after"]
+            seen, code = on_a_terminal(args, b"d\n", until=b"[d]eny: ")
+            text = seen.decode(errors="replace")
+            self.assertEqual(code, 0, text)
+            # the terminal turns \n into \r\n: the prompt's lines, the command on one of its own
+            self.assertIn(f"Approve this command?\r\n  '{SHOWN}'\r\n[o]nce, [s]ession, [a]lways, [d]eny: ", text)
+            self.assertIn(f"[approval requested] {SHOWN}", text)
+            self.assertNotIn("\x1b[2K", text)
+            self.assertIn("choice=deny", text)
+
+    def test_agent_text_tool_output_and_approvals_are_shown_visibly(self):
+        with Bridge() as b:
+            out = subprocess.run([str(bridge_binary()), "chat", "--endpoint", b.endpoint, "--session", "esc",
+                                  "--approve", "deny", "script:say red \x1b[31mtext\x07 ;tool terminal \x1b[8mhidden\x07;"
+                                  f"approve-gw {HIDDEN};say bye\u009b2J"], capture_output=True, timeout=30)
+            stdout, stderr = out.stdout.decode(), out.stderr.decode()  # bytes: a CR must not pass as a newline
+            self.assertEqual(out.returncode, 0, stderr)
+            self.assertIn("red \\x1b[31mtext\\x07", stdout)
+            self.assertIn("ran terminal: \\x1b[8mhidden\\x07", stdout)
+            self.assertIn(f"[approval requested] {SHOWN}", stdout)
+            self.assertIn("bye\\u009b2J", stdout)
+            for raw in ("\x1b", "\x07", "\r", "\u009b"):
+                self.assertNotIn(raw, stdout + stderr)
+
+    def test_replay_shows_escape_codes_visibly(self):
+        with Bridge() as b:
+            run = b.chat("r", f"script:say clear\x1b[2J\x1b[H ;tool terminal {HIDDEN};raise bad\rgood", wait=True)
+            self.assertEqual(run["status"], "error")
+            db = b.home / "hermes-bridge" / "events.db"
+            for color in ("never", "always"):
+                with self.subTest(color=color):
+                    out = subprocess.run([str(bridge_binary()), "replay", run["run_id"], "--db", str(db),
+                                          "--instant", "--color", color], capture_output=True, timeout=30)
+                    stdout = out.stdout.decode()
+                    self.assertEqual(out.returncode, 0, out.stderr)
+                    self.assertIn("clear\\x1b[2J\\x1b[H", stdout)
+                    self.assertIn(f"arg: {SHOWN}", stdout)
+                    self.assertIn(f"ran terminal: {SHOWN}", stdout)
+                    self.assertIn("bad\\x0dgood", stdout)
+                    self.assertNotIn("\r", stdout)
+                    for raw in ("\x1b[2J", "\x1b[H", "\x1b[2K"):  # our own styles are all that is left
+                        self.assertNotIn(raw, stdout)
 
 
 class ReplayThroughTheDaemon(unittest.TestCase):

@@ -586,6 +586,21 @@ class DifferentialTest(unittest.TestCase):
                              key_err("unknown session", "t"))
             self.assertEqual([e for e in ours.agent_log_entries() if e.get("op") == "run"], [])
 
+    def test_diff13_a_profile_that_does_not_exist_or_is_a_path_is_refused(self) -> None:
+        """The seed runs a profile with no directory on the default profile's
+        config and .env (and one that is a path on that path's, when it
+        exists); ours refuses both before anything runs (issue 21)."""
+        with both_bridges() as (seed, ours):
+            for profile, error_type, message in (("ghost", "KeyError", "'unknown profile: ghost (no directory "),
+                                                 ("../..", "ValueError", "profile must be a plain name")):
+                with self.subTest(profile=profile):
+                    req = chat(f"p{error_type}", "hi", wait=True, profile=profile)
+                    self.assertEqual(seed.request(req)["status"], "complete")
+                    answer = ours.request(req)
+                    self.assertEqual((answer["ok"], answer["error_type"]), (False, error_type), answer)
+                    self.assertTrue(answer["error"].startswith(message), answer)
+            self.assertEqual(ours.request({"action": "list"}), {"ok": True, "sessions": []})
+
     def test_ready_line(self) -> None:
         for transport in ("ipc", "tcp"):
             with self.subTest(transport=transport):

@@ -47,6 +47,45 @@ TEST_CASE("replay shows text, tool blocks, approvals and the final status", "[ap
   CHECK(out.find('\x1b') == std::string::npos);
 }
 
+TEST_CASE("escape codes in a run are shown, never sent to the terminal", "[app][visible]") {
+  for (bool color : {false, true}) {
+    replay_renderer r(render_options{color, false});
+    run_row run = sample_run();
+    run.session_id = "s\x1b[2J";
+    run.error = "boom\r\x1b[2Kfine";
+    std::string out = r.header(run);
+    out += r.event(R"({"event": "stream.delta", "delta": "red \u001b[31mtext\u009b"})", 1000.1);
+    out += r.event(R"({"event": "tool.started", "tool_call_id": "c1", "tool_name": "term\u0007", "args": {"k\u001b": "v\r"}})",
+                   1000.2);
+    out += r.event(R"({"event": "tool.completed", "tool_call_id": "c1", "tool_name": "t", "result": "\u001b]0;owned\u0007"})",
+                   1000.3);
+    out += r.event(R"({"event": "approval.requested", "approval_id": "a1", "command": "rm -rf ~/x\r\u001b[2Kls -la", "description": "\u001b[8mhidden"})",
+                   1000.4);
+    out += r.event(R"({"event": "brand.new", "note": "\u009b2J"})", 1000.5);
+    out += r.event("not json \x1b[2J", 1000.6);
+    out += r.footer(run);
+    INFO(out);
+    CHECK(out.find("(session s\\x1b[2J)") != std::string::npos);
+    CHECK(out.find("red \\x1b[31mtext\\u009b") != std::string::npos);
+    CHECK(out.find("[tool term\\x07] c1") != std::string::npos);
+    CHECK(out.find("k\\x1b: v\\x0d") != std::string::npos);
+    CHECK(out.find("\\x1b]0;owned\\x07") != std::string::npos);
+    CHECK(out.find("[approval requested] rm -rf ~/x\\x0d\\x1b[2Kls -la") != std::string::npos);
+    CHECK(out.find("description: \\x1b[8mhidden") != std::string::npos);
+    CHECK(out.find("\\u009b2J") != std::string::npos);
+    CHECK(out.find("[unreadable event] not json \\x1b[2J") != std::string::npos);
+    CHECK(out.find("error: boom\\x0d\\x1b[2Kfine") != std::string::npos);
+    CHECK(out.find('\r') == std::string::npos);
+    CHECK(out.find("\xc2\x9b") == std::string::npos);
+    // Our own styles are the only escapes left.
+    std::string without_styles = out;
+    for (const char* sgr : {"\x1b[0m", "\x1b[1m", "\x1b[2m", "\x1b[1;36m", "\x1b[1;33m", "\x1b[1;32m", "\x1b[1;31m"})
+      for (size_t at; (at = without_styles.find(sgr)) != std::string::npos;)
+        without_styles.erase(at, std::string(sgr).size());
+    CHECK(without_styles.find('\x1b') == std::string::npos);
+  }
+}
+
 TEST_CASE("reasoning is dimmed and kept off the answer's lines", "[app]") {
   replay_renderer r(render_options{true, false});
   r.header(sample_run());

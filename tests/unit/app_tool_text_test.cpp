@@ -10,6 +10,8 @@ using hb::app::display_width;
 using hb::app::format_duration;
 using hb::app::parse_time;
 using hb::app::render_table;
+using hb::app::shell_quoted;
+using hb::app::visible_text;
 
 TEST_CASE("durations read at a glance", "[app]") {
   CHECK(format_duration(0) == "0.00s");
@@ -71,4 +73,40 @@ TEST_CASE("long tool output is clipped with a note", "[app]") {
   CHECK(clip_text("a\nb\nc\nd", 2, 100) == "a\nb\n... (4 more bytes, 2 more lines)");
   std::string cut = clip_text("ééé", 10, 3); // never half a character
   CHECK(cut.rfind("é\n...", 0) == 0);
+}
+
+TEST_CASE("controls in someone else's text are shown, not obeyed", "[app][visible]") {
+  // The approval that hid its first half: CR and erase-line print `ls -la` alone.
+  CHECK(visible_text("rm -rf ~/x\r\x1b[2Kls -la") == "rm -rf ~/x\\x0d\\x1b[2Kls -la");
+  // Newline and tab stay, and a CR that ends a line; a CR alone does not.
+  CHECK(visible_text("a\tb\nc\r\nd\re") == "a\tb\nc\r\nd\\x0de");
+  CHECK(visible_text(std::string("nul\0bel\a del\x7f", 13)) == "nul\\x00bel\\x07 del\\x7f");
+  CHECK(visible_text("\x1b]0;title\x07") == "\\x1b]0;title\\x07");
+  // C1 controls as UTF-8 (U+009B is CSI on their own for some terminals) and as lone bytes.
+  CHECK(visible_text("a\xc2\x9b" "2Kb\xc2\x85") == "a\\u009b2Kb\\u0085");
+  CHECK(visible_text("\x9b" "31m") == "\\x9b31m");
+  // Text reordered by bidi overrides and isolates.
+  CHECK(visible_text("ls \xe2\x80\xae" "fr- mr") == "ls \\u202efr- mr");
+  CHECK(visible_text("\xe2\x81\xa6x\xe2\x81\xa9") == "\\u2066x\\u2069");
+  // Bytes that are not UTF-8: overlong, a surrogate, beyond U+10FFFF, cut short.
+  CHECK(visible_text("\xc0\xaf") == "\\xc0\\xaf");
+  CHECK(visible_text("\xed\xa0\x80") == "\\xed\\xa0\\x80");
+  CHECK(visible_text("\xf4\x90\x80\x80") == "\\xf4\\x90\\x80\\x80");
+  CHECK(visible_text("end\xe2\x82") == "end\\xe2\\x82");
+  // Everything else is left alone.
+  const std::string plain = "h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80 \xc2\xa0 \\x1b {\"a\": 1}";
+  CHECK(visible_text(plain) == plain);
+  CHECK(visible_text("") == "");
+}
+
+TEST_CASE("a command to approve is one quoted shell word", "[app][visible]") {
+  CHECK(shell_quoted("ls -la") == "'ls -la'");
+  CHECK(shell_quoted("echo it's") == "'echo it'\\''s'");
+  CHECK(shell_quoted("") == "''");
+  CHECK(shell_quoted("rm -rf ~/x\r\x1b[2Kls -la") == "'rm -rf ~/x\\x0d\\x1b[2Kls -la'");
+}
+
+TEST_CASE("table cells are made visible and padded as shown", "[app][visible]") {
+  std::string out = render_table({"SESSION", "N"}, {{"s\x1b[2J", "1"}, {"plain", "22"}}, {false, true});
+  CHECK(out == "SESSION    N\ns\\x1b[2J   1\nplain     22\n");
 }

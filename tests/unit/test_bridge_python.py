@@ -5,6 +5,7 @@ environment isolation (the seed's _profile_env semantics) and its gate."""
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
 import threading
@@ -89,12 +90,45 @@ class ProfileEnvTests(unittest.TestCase):
             self.assertEqual(os.environ["SHARED"], "from-base")
         self.assertNotIn("BASE_ONLY_TOKEN", os.environ)
 
-    def test_a_profile_without_a_directory_uses_the_base_home(self):
+    def test_a_profile_without_a_directory_is_refused_not_run_on_the_base_home(self):
         gate = bridge_profiles.ProfileGate()
-        with gate.hold("ghost"):
-            self.assertEqual(os.environ["HERMES_HOME"], str(self.base))
-            self.assertEqual(os.environ["BASE_ONLY_TOKEN"], "base")
-            self.assertNotIn("OPENAI_API_KEY", os.environ)
+        with self.assertRaises(KeyError) as caught:
+            with gate.hold("ghost"):
+                self.fail("entered a profile that does not exist")
+        self.assertIn("unknown profile: ghost", str(caught.exception))
+        self.assertEqual(os.environ["HERMES_HOME"], str(self.base))
+        self.assertFalse((self.base / "profiles" / "ghost").exists())
+        with gate.hold("work"):  # the refusal left the gate as it was
+            self.assertEqual(os.environ["WORK_KEY"], "w")
+
+    def test_a_profile_that_is_a_path_or_leads_outside_is_a_value_error(self):
+        outside = self.base.parent / (self.base.name + "-outside")
+        outside.mkdir()
+        self.addCleanup(shutil.rmtree, outside, True)
+        (outside / "config.yaml").write_text("{}")
+        (outside / ".env").write_text("STOLEN=1\n")
+        (self.base / "profiles" / "link").symlink_to(outside, target_is_directory=True)
+        for profile in (str(outside), "/tmp/x", "../..", "a/b", "..", ".", ".env", "-x", "link",
+                        "../" + outside.name):
+            with self.subTest(profile=profile):
+                with self.assertRaises(ValueError):
+                    bridge_profiles._profile_home(profile)
+                with self.assertRaises(ValueError):
+                    with bridge_profiles.ProfileGate().hold(profile):
+                        self.fail("entered")
+                self.assertNotIn("STOLEN", os.environ)
+        self.assertEqual(sorted(p.name for p in outside.iterdir()), [".env", "config.yaml"])
+
+    def test_profile_homes(self):
+        profiles = self.base / "profiles"
+        self.assertEqual(bridge_profiles._profile_home("default"), self.base)
+        self.assertEqual(bridge_profiles._profile_home(""), self.base)
+        self.assertEqual(bridge_profiles._profile_home("work"), profiles / "work")
+        (profiles / "alias").symlink_to(profiles / "work", target_is_directory=True)
+        self.assertEqual(bridge_profiles._profile_home("alias"), profiles / "work")  # inside: allowed
+        (profiles / "afile").write_text("")
+        with self.assertRaises(KeyError):
+            bridge_profiles._profile_home("afile")
 
     def test_exec_ask_is_reference_counted(self):
         gate = bridge_profiles.ProfileGate()
