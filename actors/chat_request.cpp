@@ -1,5 +1,6 @@
 #include "actors/chat_request.hpp"
 
+#include "bridge/tmux/tui_command.hpp"
 #include "protocol/json_text.hpp"
 #include "protocol/names.hpp"
 #include "protocol/request.hpp"
@@ -55,6 +56,9 @@ chat_request read_chat(const std::string& request_line, const std::string& harne
     const auto& message = protocol::has_field(req, "message") ? protocol::field(req, "message")
                                                              : protocol::field(req, "input");
     plan.user_message = protocol::dumps(message.is_null() ? protocol::json("") : message);
+    if (harness == "native") // `!cmd`, `/yolo`: the TUI's own commands, typed only when asked for as such
+      bridge::check_native_text(message.is_string() ? message.get<std::string>() : protocol::py_str(message),
+                                protocol::field_truthy(req, "tui_command"));
   }
   if (!plan.replay.empty() && protocol::has_field(req, "speed")) {
     plan.replay_speed = protocol::field_float(req, "speed");

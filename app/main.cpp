@@ -5,6 +5,7 @@
 #include "actors/vocabulary.hpp"
 #include "app/access.hpp"
 #include "app/commands.hpp"
+#include "app/native_flags.hpp"
 #include "app/open_files.hpp"
 #include "bridge/agent_env.hpp"
 #include "bridge/agent_hosting.hpp"
@@ -18,6 +19,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -93,10 +95,7 @@ struct serve_flags {
   int64_t retain_mb = 4096;
   double prune_interval_s = 60;
   std::string harness = "embedded";
-  std::string hermes_bin = "hermes";
-  std::string native_dir = hb::bridge::default_native_runtime_dir();
-  double native_confirm_s = 12;
-  double approval_timeout_s = 60;
+  hb::app::native_flags native;
 };
 
 using hb::actors::log_event;
@@ -112,19 +111,6 @@ void report_background_check(const std::string& path, const std::string& verdict
 int refuse_to_start(std::string_view message) {
   log_event(log_level::error, "daemon.start_failed", message);
   return 1;
-}
-
-std::shared_ptr<const hb::bridge::native_options> native_options_from(const serve_flags& flags,
-                                                                      const std::string& home) {
-  auto options = std::make_shared<hb::bridge::native_options>();
-  options->hermes_bin = flags.hermes_bin;
-  options->runtime_dir = absolute(flags.native_dir);
-  options->hermes_home = home;
-  const char* state_db = std::getenv("HERMES_STATE_DB");
-  options->state_db = state_db && *state_db ? absolute(state_db) : home + "/state.db";
-  options->confirm_timeout = std::chrono::milliseconds(static_cast<int64_t>(flags.native_confirm_s * 1000));
-  options->approval_timeout_s = flags.approval_timeout_s;
-  return options;
 }
 
 // The agent's venv (the installer's layout) lends the embedded interpreter
@@ -270,7 +256,7 @@ int run_serve(const serve_flags& flags, int ready_fd) {
     return rc;
   }
   settings.default_harness = flags.harness;
-  settings.native = native_options_from(flags, home);
+  settings.native = hb::app::native_options_from(flags.native, home, absolute);
   if (flags.harness == "native") {
     // Said at start as well as on each native chat: a person starting a
     // native daemon should learn at once what it lacks.
@@ -343,7 +329,7 @@ int run_serve(const serve_flags& flags, int ready_fd) {
 // stdout carries exactly one line, the ready line. Everything else that
 // would write there (the agent prints, so do some libraries) goes to stderr.
 int serve_from_main(const serve_flags& flags) {
-  int ready_fd = ::dup(STDOUT_FILENO);
+  int ready_fd = ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 0); // never inherited by a child (tmux, workers)
   ::dup2(STDERR_FILENO, STDOUT_FILENO);
   return run_serve(flags, ready_fd);
 }
@@ -429,24 +415,7 @@ int main(int argc, char** argv) {
     ->envname("HERMES_BRIDGE_HARNESS")
     ->check(CLI::IsMember({"embedded", "native"}))
     ->capture_default_str();
-  serve->add_option("--hermes-bin", flags.hermes_bin, "the hermes TUI that native sessions run: a command line, split as a shell would (no shell runs it)")
-    ->envname("HERMES_BIN")
-    ->capture_default_str();
-  serve->add_option("--native-dir", flags.native_dir,
-                    "owner-only directory for native sessions' tmux sockets")
-    ->envname("HERMES_BRIDGE_NATIVE_DIR")
-    ->capture_default_str();
-  serve->add_option("--native-confirm-s", flags.native_confirm_s,
-                    "seconds to wait for Hermes to store a pasted message before pasting it once more")
-    ->envname("HERMES_BRIDGE_NATIVE_CONFIRM_S")
-    ->check(CLI::PositiveNumber)
-    ->capture_default_str();
-  serve->add_option("--native-approval-timeout-s", flags.approval_timeout_s,
-                    "seconds a native session's Dangerous Command prompt waits for a client before "
-                    "it is denied")
-    ->envname("HERMES_BRIDGE_NATIVE_APPROVAL_TIMEOUT")
-    ->check(CLI::PositiveNumber)
-    ->capture_default_str();
+  hb::app::add_native_flags(*serve, flags.native);
   serve->add_option("--db", flags.db, "event log file (default: <hermes-home>/hermes-bridge/events.db)")
     ->envname("HERMES_BRIDGE_DB");
   serve->add_option("--log-level", flags.log_level,

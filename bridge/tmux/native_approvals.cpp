@@ -50,7 +50,7 @@ approval_watch::~approval_watch() {
   bool showing = true;
   try {
     auto prompt = parse_approval_prompt(s_.tmux.capture());
-    showing = prompt && prompt->command == asked_command_;
+    showing = prompt && same_prompt(*prompt);
   } catch (const protocol::wire_error&) {
     showing = false;
   }
@@ -60,10 +60,13 @@ approval_watch::~approval_watch() {
 void approval_watch::poll(const std::string& pane) {
   std::optional<approval_prompt> prompt = parse_approval_prompt(pane);
   if (asking_.open()) {
-    // Gone, or another prompt in its place: the announced one was answered
-    // at the terminal, and no answer may land on the newer prompt.
-    if (!prompt || prompt->command != asked_command_) {
+    // Gone, or another prompt in its place (even one with the same text):
+    // the announced one was answered at the terminal, and no answer may
+    // land on the newer prompt.
+    if (!prompt || !same_prompt(*prompt)) {
       settle("answered in the terminal");
+      if (prompt)
+        poll(pane); // the newer prompt is a question of its own
       return;
     }
     if (auto choice = asking_.answer(); choice && !choice->empty())
@@ -108,6 +111,7 @@ void approval_watch::ask(const approval_prompt& prompt) {
   request["harness"] = "native";
   double timeout = s_.options.approval_timeout_s;
   asked_command_ = prompt.command;
+  asked_row_ = newest_row(s_, 0);
   asking_.ask(sink_, [body = protocol::dumps(request), timeout](turn_sink& sink) {
     return sink.ask_approval(body, timeout);
   });
@@ -121,7 +125,7 @@ void approval_watch::answer(const approval_prompt& prompt, const std::string& ch
   try {
     // The same prompt as announced, still there, right before the key.
     auto now = parse_approval_prompt(s_.tmux.capture());
-    if (!now || now->command != asked_command_)
+    if (!now || !same_prompt(*now))
       return;
     for (const auto& key : keys) // one call each: a TUI reads them as separate key presses
       s_.tmux.send_keys({key});
@@ -129,6 +133,22 @@ void approval_watch::answer(const approval_prompt& prompt, const std::string& ch
     // The TUI went away; nothing waits for the key any more.
   }
   answered_at_ = clock_type::now();
+}
+
+// A prompt instance is its text and the tool call it asks for: a newer
+// call (a newer row in state.db, which Hermes stores before it runs the
+// tool) asking the same command is another prompt.
+bool approval_watch::same_prompt(const approval_prompt& prompt) {
+  return prompt.command == asked_command_ && newest_row(s_, asked_row_) == asked_row_;
+}
+
+int64_t newest_row(native_session::impl& s, int64_t unreadable) {
+  try {
+    auto last = s.state.last_row(s.sessions());
+    return last ? last->id : 0;
+  } catch (const std::exception&) {
+    return unreadable; // state.db busy for a moment: the text alone decides
+  }
 }
 
 void approval_watch::settle(const std::string& reason) {

@@ -31,7 +31,7 @@ clarify_watch::~clarify_watch() {
   bool showing = true;
   try {
     auto panel = parse_clarify_panel(s_.tmux.capture());
-    showing = panel && panel_shows(*panel, asked_);
+    showing = panel && same_panel(*panel);
   } catch (const protocol::wire_error&) {
     showing = false;
   }
@@ -50,7 +50,7 @@ std::string clarify_watch::gone_reason() const {
 void clarify_watch::poll(const std::string& pane) {
   auto panel = parse_clarify_panel(pane);
   if (asking_.open()) {
-    if (!panel || !panel_shows(*panel, asked_)) {
+    if (!panel || !same_panel(*panel)) {
       asking_.withdraw(gone_reason());
       return;
     }
@@ -63,7 +63,7 @@ void clarify_watch::poll(const std::string& pane) {
     }
     return;
   }
-  if (!panel || !panel_shows(*panel, asked_)) {
+  if (!panel || !same_panel(*panel)) {
     answered_at_.reset();
     unanswered_ = false;
   }
@@ -102,8 +102,13 @@ clarify_call clarify_watch::call_for(const clarify_panel& panel) {
   return shown;
 }
 
+bool clarify_watch::same_panel(const clarify_panel& panel) {
+  return panel_shows(panel, asked_) && newest_row(s_, asked_row_) == asked_row_;
+}
+
 void clarify_watch::ask(const clarify_panel& panel) {
   asked_ = call_for(panel);
+  asked_row_ = newest_row(s_, 0);
   last_countdown_s_ = panel.countdown_s;
   nlohmann::json request;
   request["question"] = asked_.question;
@@ -125,7 +130,7 @@ void clarify_watch::answer(const std::string& text) {
   try {
     // The same panel as announced, still there, right before the keys.
     auto now = parse_clarify_panel(s_.tmux.capture());
-    if (!now || !panel_shows(*now, asked_))
+    if (!now || !same_panel(*now))
       return;
     auto plan = keys_for_answer(*now, asked_, text);
     for (const auto& key : plan.keys) // one call each: a TUI reads them as separate key presses

@@ -4,6 +4,7 @@
 // interrupts a turn (Ctrl-C).
 #include "bridge/tmux/native_session_impl.hpp"
 
+#include "bridge/tmux/native_slots.hpp"
 #include "protocol/wire_error.hpp"
 
 #include <algorithm>
@@ -66,6 +67,7 @@ native_session::impl::impl(std::string id, std::string ws, std::string d, native
 
 native_session::impl::~impl() {
   stop_watching();
+  live_tuis::all().give_back(&alive);
   std::lock_guard<std::mutex> lock(mu);
   if (!chain.empty())
     claims::all().give_back(chain.front());
@@ -161,7 +163,7 @@ bool native_session::impl::wait_until_idle(milliseconds limit) {
   auto unknown_since = clock_type::now();
   int idle = 0;
   while (true) {
-    if (!tmux.alive())
+    if (tmux.gone())
       throw protocol::runtime_error(exited_message);
     tui_screen now = screen();
     if (now.input_found)
@@ -229,7 +231,7 @@ bool native_session::impl::await_in_draft(const std::string& needle_text, millis
 }
 
 void native_session::impl::type(const std::string& text, milliseconds settle_limit) {
-  if (!tmux.alive())
+  if (tmux.gone())
     throw protocol::runtime_error(exited_message);
   settle(settle_limit);
   clear_draft();
@@ -323,7 +325,7 @@ std::optional<int64_t> native_session::impl::await_user_row(const std::string& t
     }
     if (last_look || clock_type::now() >= until)
       return std::nullopt;
-    if (!tmux.alive())
+    if (tmux.gone())
       throw protocol::runtime_error(exited_message);
     if (pasted_only) {
       if (interrupt_sent || let_go) {

@@ -1,8 +1,12 @@
 #include "bridge/tmux/native_session_impl.hpp"
 
 #include "bridge/tmux/command_line.hpp"
+#include "bridge/tmux/native_interrupt.hpp"
+#include "bridge/tmux/native_slots.hpp"
+#include "bridge/tmux/tui_command.hpp"
 #include "bridge/tmux/row_mirror.hpp"
 #include "protocol/json_text.hpp"
+#include "protocol/request.hpp"
 #include "protocol/sha256.hpp"
 #include "protocol/trust.hpp"
 #include "protocol/wire_error.hpp"
@@ -110,9 +114,10 @@ void native_session::impl::start_watching() {
       if (stopping)
         break;
       lock.unlock();
-      bool up = tmux.alive();
+      auto seen = tmux.presence();
       lock.lock();
-      alive = up;
+      if (seen.seen != tmux_presence::unknown) // unanswered is not gone: the next chat would replace a live TUI
+        alive = seen.seen == tmux_presence::running;
     }
   });
 }
@@ -146,7 +151,9 @@ std::shared_ptr<native_session> native_session::create(const std::string& sessio
                                                        const native_options& options,
                                                        std::string& config_json) {
   const char* home = std::getenv("HOME");
+  check_workspace_text(workspace_in);
   std::string workspace = real_dir(workspace_in.empty() ? (home && *home ? home : "/") : workspace_in);
+  check_workspace_text(workspace);
   auto command = split_command_line(options.hermes_bin, home ? home : "");
   std::string hermes = command.empty() ? std::string() : find_executable(command[0]);
   if (hermes.empty())
@@ -164,8 +171,13 @@ std::shared_ptr<native_session> native_session::create(const std::string& sessio
   private_dir(dir);
 
   auto p = std::make_unique<impl>(session_id, workspace, dir, options, tmux_bin);
+  live_tuis::all().take(&p->alive, options.max_native);
   json remembered = read_json_file(dir + "/launch.json");
-  if (p->tmux.alive() && remembered.value("workspace", "") == workspace) {
+  auto seen = p->tmux.presence();
+  if (seen.seen == tmux_presence::unknown)
+    throw protocol::runtime_error("cannot tell whether the hermes TUI of session " + session_id +
+                                  " still runs (" + seen.detail + "); try again (nothing was started over it)");
+  if (seen.seen == tmux_presence::running && remembered.value("workspace", "") == workspace) {
     p->reattached = true;
     p->launched_at = remembered.value("launched_at", wall_now());
     if (remembered.contains("hermes_session_id") && remembered["hermes_session_id"].is_string()) {
@@ -205,62 +217,6 @@ void native_session::prepare_turn() {
   impl_->steers.clear();
 }
 
-namespace {
-
-// How the run's wish to stop is carried out: Ctrl-C while the TUI shows the
-// turn running, once more after the 2 s in which a second one would
-// force-exit the TUI, and the stop confirmed by what Hermes stored (the
-// partial answer) or, when nothing had streamed, by the idle prompt.
-class interrupt_driver {
-public:
-  enum class state { none, stopped, unconfirmed };
-
-  explicit interrupt_driver(native_session::impl& s) : s_(s) {}
-
-  state poll(const tui_screen& screen, clock_type::time_point now) {
-    if (!s_.interrupt_sent)
-      return state::none;
-    if (sent_ == 0 || (sent_ == 1 && screen.busy && now - first_ > retry_after)) {
-      if (s_.ctrl_c_if_busy()) {
-        if (sent_++ == 0)
-          first_ = now;
-        idle_polls_ = 0;
-        return state::none;
-      }
-    }
-    auto since = sent_ ? now - first_ : now - asked();
-    if (screen.busy)
-      idle_polls_ = 0;
-    else if (sent_ && screen.input_found && ++idle_polls_ >= 2)
-      return state::stopped;
-    if (since > s_.options.interrupt_grace)
-      return state::unconfirmed;
-    return state::none;
-  }
-
-  bool sent() const { return sent_ > 0; }
-
-private:
-  static constexpr milliseconds retry_after{2600};
-  clock_type::time_point asked() const {
-    return clock_type::time_point(clock_type::duration(s_.interrupt_at.load()));
-  }
-  native_session::impl& s_;
-  int sent_ = 0;
-  int idle_polls_ = 0;
-  clock_type::time_point first_{};
-};
-
-std::string interrupt_event(bool confirmed, const std::string& how) {
-  json e;
-  e["event"] = "native.interrupt";
-  e["confirmed"] = confirmed;
-  e["how"] = how;
-  return protocol::dumps(e);
-}
-
-} // namespace
-
 turn_outcome native_session::run_turn(const std::shared_ptr<turn_sink>& sink, const std::string& request_json) {
   auto& s = *impl_;
   json request = json::parse(request_json, nullptr, false);
@@ -294,6 +250,8 @@ turn_outcome native_session::run_turn(const std::shared_ptr<turn_sink>& sink, co
                                             : protocol::py_str(request["message"]);
     if (normalized_message(text).empty())
       throw protocol::value_error("hermes native turn had no user text to send");
+    bool as_command = request.is_object() && protocol::field_truthy(request, "tui_command");
+    check_native_text(text, as_command);
     // Never paste into a running turn: Hermes would interrupt it and the
     // message would inherit its text.
     if (!s.wait_until_idle(s.options.settle_timeout))
@@ -301,6 +259,11 @@ turn_outcome native_session::run_turn(const std::shared_ptr<turn_sink>& sink, co
                      "session " + s.session_id +
                        " is already running (the hermes TUI is still in a turn; interrupt it or wait)",
                      mirror.history());
+    if (as_command) { // no user row will come: typed once, the run ends as it is typed
+      s.send_tui_command(text);
+      sink->event(tui_command_event(text));
+      return outcome("complete", result(true, false), std::nullopt, mirror.history());
+    }
     int64_t baseline = s.state.max_message_id();
     int64_t own_row = s.deliver_confirmed(text, baseline);
     // Rows before our own user row belong to an earlier turn.
@@ -312,6 +275,7 @@ turn_outcome native_session::run_turn(const std::shared_ptr<turn_sink>& sink, co
     interrupt_driver stopping(s);
     auto next_screen = clock_type::now();
     auto next_alive = clock_type::now() + alive_poll;
+    auto answered_at = clock_type::now(); // tmux last said whether the TUI runs
     std::optional<clock_type::time_point> awaiting_since;
     std::optional<std::string> failure;
     std::optional<std::string> unconfirmed;
@@ -342,11 +306,18 @@ turn_outcome native_session::run_turn(const std::shared_ptr<turn_sink>& sink, co
       }
       if (now >= next_alive) {
         next_alive = now + alive_poll;
-        if (!s.tmux.alive()) {
+        auto seen = s.tmux.presence();
+        if (seen.seen == tmux_presence::gone) {
           s.alive = false;
           drain();
           if (!mirror.finished())
             failure = exited_message;
+          break;
+        }
+        if (seen.seen == tmux_presence::running)
+          answered_at = now;
+        else if (now - answered_at > unanswered_limit) {
+          failure = "cannot ask tmux about the hermes TUI (" + seen.detail + "); it may still run";
           break;
         }
       }

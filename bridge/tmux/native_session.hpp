@@ -21,6 +21,7 @@ struct native_options {
   std::chrono::milliseconds settle_timeout{30'000};  // waiting for a quiet pane before pasting
   std::chrono::milliseconds interrupt_grace{6'000};  // Ctrl-C sent, no stop seen: the run ends saying so
   double approval_timeout_s = 60;
+  size_t max_native = 32; // live TUIs at once (--max-native)
   int width = 160;
   int height = 48;
 };

@@ -37,6 +37,10 @@ constexpr milliseconds pane_poll{200};
 constexpr const char* stopped_mirroring = "hermes-bridge stopped mirroring this turn; the TUI goes on with it";
 constexpr milliseconds alive_poll{1000};
 extern const char* const exited_message;
+// A TUI that tmux cannot be asked about for this long fails the run (it may still run).
+constexpr milliseconds unanswered_limit{30'000};
+
+std::string tui_command_event(const std::string& text); // native_tui_command.cpp
 
 } // namespace native_detail
 
@@ -100,6 +104,9 @@ struct native_session::impl {
   bool await_in_draft(const std::string& needle, milliseconds limit);
   int64_t deliver_confirmed(const std::string& text, int64_t baseline);
 
+  // native_tui_command.cpp: types `text` once, confirmed by nothing.
+  void send_tui_command(const std::string& text);
+
 private:
   void pin(const std::string& id);
   std::string settle(milliseconds limit);
@@ -112,6 +119,12 @@ private:
 };
 
 namespace native_detail {
+
+// The id of the newest row of the session's Hermes sessions (`unreadable`
+// when state.db cannot be read). A prompt or panel is bound to the row that
+// was newest when it was asked: its tool call, which Hermes stores before
+// the tool asks; a newer row means a newer prompt, whatever its text.
+int64_t newest_row(native_session::impl& s, int64_t unreadable);
 
 // A question the TUI shows, asked of the client on another thread (the
 // broker's answer blocks). Withdrawn when the TUI stops showing it.
@@ -145,11 +158,13 @@ private:
   void ask(const approval_prompt& prompt);
   void answer(const approval_prompt& prompt, const std::string& choice);
   void settle(const std::string& reason);
+  bool same_prompt(const approval_prompt& prompt);
 
   native_session::impl& s_;
   std::shared_ptr<turn_sink> sink_;
   terminal_question asking_;
   std::string asked_command_;      // the prompt that was announced, as shown
+  int64_t asked_row_ = 0;          // and the newest row of the turn then: its tool call
   std::optional<clock_type::time_point> answered_at_;
   bool viewed_ = false;            // "Show full command" was picked for the prompt showing
 };
@@ -167,6 +182,7 @@ public:
 
 private:
   clarify_call call_for(const clarify_panel& panel);
+  bool same_panel(const clarify_panel& panel);
   void ask(const clarify_panel& panel);
   void answer(const std::string& text);
   void type_answer(const std::string& text);
@@ -177,6 +193,7 @@ private:
   int64_t turn_row_; // the turn's user row: its clarify calls come after it
   terminal_question asking_;
   clarify_call asked_;
+  int64_t asked_row_ = 0; // the newest row when it was asked (see newest_row)
   int last_countdown_s_ = -1; // as last seen on the panel asked about
   bool unanswered_ = false;   // the client let it pass: not asked again while it shows
   std::optional<clock_type::time_point> answered_at_;

@@ -83,6 +83,10 @@ process_result run_process(const std::vector<std::string>& argv_in, const std::s
   posix_spawn_file_actions_adddup2(&actions, in.fd[0], 0);
   posix_spawn_file_actions_adddup2(&actions, out.fd[1], 1);
   posix_spawn_file_actions_adddup2(&actions, err.fd[1], 2);
+  // tmux's server is forked by the client we start and lives on: any other
+  // descriptor the daemon holds without close-on-exec (a client's socket,
+  // the ready line's pipe) would stay open in it for as long as the TUI runs.
+  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
   posix_spawnattr_t attr;
   init_child_spawnattr(attr);
 

@@ -1,6 +1,9 @@
 #include "bridge/tmux/tmux_server.hpp"
 
+#include "protocol/json_text.hpp"
 #include "protocol/wire_error.hpp"
+
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <atomic>
@@ -62,6 +65,41 @@ std::string shell_quote(const std::string& word) {
   return out + "'";
 }
 
+std::string pane_command(const std::string& workspace, const std::vector<std::string>& argv) {
+  std::string command = "cd -- " + shell_quote(workspace) + " && exec";
+  for (const auto& word : argv)
+    command += " " + shell_quote(word);
+  return command;
+}
+
+void check_workspace_text(const std::string& workspace) {
+  for (size_t i = 0; i < workspace.size(); ++i) {
+    auto c = static_cast<unsigned char>(workspace[i]);
+    bool c1 = c == 0xC2 && i + 1 < workspace.size() && static_cast<unsigned char>(workspace[i + 1]) >= 0x80 &&
+              static_cast<unsigned char>(workspace[i + 1]) <= 0x9F;
+    if (c < 0x20 || c == 0x7F || c1)
+      throw protocol::value_error("workspace must not contain control characters: " +
+                                  protocol::py_repr_string(workspace));
+  }
+}
+
+tmux_presence read_presence(int exit_code, bool timed_out, const std::string& err, bool socket_exists) {
+  std::string said = trimmed(err);
+  if (exit_code == 0 && !timed_out)
+    return {tmux_presence::running, said};
+  if (!socket_exists)
+    return {tmux_presence::gone, "no tmux socket"};
+  if (timed_out)
+    return {tmux_presence::unknown, "tmux did not answer within 10s"};
+  // tmux's words for "nobody there": no server on the socket, a stale socket
+  // nobody listens on, a server without our session.
+  for (const char* none : {"no server running", "No such file or directory", "Connection refused",
+                           "can't find session", "session not found"})
+    if (said.find(none) != std::string::npos)
+      return {tmux_presence::gone, said};
+  return {tmux_presence::unknown, said.empty() ? "tmux failed (rc=" + std::to_string(exit_code) + ")" : said};
+}
+
 tmux_server::tmux_server(std::string tmux_bin, std::string socket_path, std::string target)
   : tmux_(std::move(tmux_bin)), socket_(std::move(socket_path)), target_(std::move(target)) {}
 
@@ -95,18 +133,18 @@ process_result tmux_server::checked(std::vector<std::string> args, const std::st
 
 void tmux_server::launch(const std::string& workspace, const std::vector<std::string>& command,
                          const process_env& env, int width, int height) const {
-  std::string shell_command = "exec";
-  for (const auto& word : command)
-    shell_command += " " + shell_quote(word);
+  check_workspace_text(workspace);
   std::string size = std::to_string(width) + "x" + std::to_string(height);
   // One client invocation. history-limit only applies to panes created
   // after it, so it comes first; window options need the session to exist.
-  // Key bindings stay tmux's own: what the daemon types goes to the pane
-  // directly (send-keys, paste-buffer), and a person who attached needs
-  // C-b d to leave again.
+  // The pane's command is for sh (shell_quote is POSIX quoting), whatever
+  // the user's $SHELL. Key bindings stay tmux's own: what the daemon types
+  // goes to the pane directly (send-keys, paste-buffer), and a person who
+  // attached needs C-b d to leave again.
   checked({"set-option", "-g", "history-limit", "100000", ";",
+           "set-option", "-g", "default-shell", "/bin/sh", ";",
            "new-session", "-d", "-s", target_, "-x", std::to_string(width), "-y",
-           std::to_string(height), "-c", workspace, shell_command, ";",
+           std::to_string(height), pane_command(workspace, command), ";",
            "set-option", "-g", "default-size", size, ";",
            "set-option", "-g", "window-size", "manual", ";",
            "set-option", "-sg", "escape-time", "0", ";",
@@ -114,12 +152,16 @@ void tmux_server::launch(const std::string& workspace, const std::vector<std::st
           {}, env);
 }
 
-bool tmux_server::alive() const {
+tmux_presence tmux_server::presence() const {
+  struct stat st {};
+  bool socket_exists = ::stat(socket_.c_str(), &st) == 0;
+  if (!socket_exists)
+    return {tmux_presence::gone, "no tmux socket"};
   try {
     auto result = run({"has-session", "-t", target_});
-    return result.exit_code == 0;
-  } catch (const protocol::wire_error&) {
-    return false;
+    return read_presence(result.exit_code, result.timed_out, result.err, ::stat(socket_.c_str(), &st) == 0);
+  } catch (const protocol::wire_error& e) {
+    return {tmux_presence::unknown, e.what()}; // tmux could not even be started
   }
 }
 
@@ -141,7 +183,16 @@ void tmux_server::type_text(const std::string& text) const {
     size_t end = std::min(text.size(), at + piece);
     while (end < text.size() && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80)
       --end;
-    checked({"send-keys", "-t", target_, "-l", "--", text.substr(at, end - at)});
+    size_t literal_end = end;
+    while (literal_end > at && text[literal_end - 1] == ';')
+      --literal_end;
+    if (literal_end > at)
+      checked({"send-keys", "-t", target_, "-l", "--", text.substr(at, literal_end - at)});
+    if (literal_end < end) {
+      std::vector<std::string> semicolons{"send-keys", "-t", target_, "-H"};
+      semicolons.insert(semicolons.end(), end - literal_end, "3b");
+      checked(std::move(semicolons));
+    }
     at = end;
   }
 }

@@ -13,6 +13,19 @@
 
 namespace hb::bridge {
 
+// What asking tmux about the session said: it runs, it is known gone (no
+// server on the socket, or no such session), or tmux could not be asked
+// (a timeout, EAGAIN, any other error): a live TUI must never be taken
+// for gone on that.
+struct tmux_presence {
+  enum state { running, gone, unknown } seen = unknown;
+  std::string detail; // tmux's own words, for errors
+};
+
+// How tmux's answer reads (has-session's exit code and stderr, and whether
+// the socket file exists at all).
+tmux_presence read_presence(int exit_code, bool timed_out, const std::string& err, bool socket_exists);
+
 class tmux_server {
 public:
   tmux_server(std::string tmux_bin, std::string socket_path, std::string target = "main");
@@ -25,10 +38,13 @@ public:
   // size, with a long history.
   void launch(const std::string& workspace, const std::vector<std::string>& command,
               const process_env& env, int width, int height) const;
-  bool alive() const; // the session (and so the TUI) still runs
+  tmux_presence presence() const;
+  bool gone() const { return presence().seen == tmux_presence::gone; } // known gone, not merely unanswered
   std::string capture() const; // the visible pane as text, wrapped lines joined
   void send_keys(const std::vector<std::string>& keys) const;
-  // `text` as typed keys (no paste): one key press per character.
+  // `text` as typed keys (no paste): one key press per character. A piece
+  // ending in ';' would lose it (tmux reads a trailing ';' of an argument
+  // as a command separator): those go as hex keys.
   void type_text(const std::string& text) const;
   // Bracketed paste of `bytes` (see paste_payload) into the pane.
   void paste(const std::string& bytes) const;
@@ -54,5 +70,14 @@ std::optional<std::string> tmux_version_problem(const std::string& tmux_bin);
 
 // POSIX shell quoting, for the one command string tmux hands to sh.
 std::string shell_quote(const std::string& word);
+
+// The command the pane runs: `cd -- DIR && exec ARGV...`, every word quoted.
+// The workspace goes here, not to `new-session -c`, which tmux expands as a
+// format (a directory named `#(cmd)` would run cmd).
+std::string pane_command(const std::string& workspace, const std::vector<std::string>& argv);
+
+// ValueError for a workspace tmux, the shell or a terminal could misread:
+// control characters (C0, DEL, C1).
+void check_workspace_text(const std::string& workspace);
 
 } // namespace hb::bridge

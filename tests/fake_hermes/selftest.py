@@ -540,6 +540,50 @@ class FakeHermesTest(unittest.TestCase):
             ("user", "and then stop"), ("assistant", "echo: and then stop")])
         self.assertIn("Delivering leftover /steer as next turn", self.capture())
 
+    def test_bang_and_slash_lines_are_the_tuis_own_as_in_0_20(self):
+        self.start()
+        marker = self.tmp / "banged"
+        self.deliver(f"!echo ran >> {marker}")
+        self.wait_for(marker.exists, "the shell command's file")
+        self.deliver("/yolo")
+        self.wait_screen("YOLO mode ON")
+        self.deliver("/nosuch thing")
+        self.wait_screen("Unknown command: /nosuch")
+        self.assertEqual(self.rows(), [], "no line so far was a message")
+        self.assertEqual([e["command"] for e in self.events("bang")], [f"echo ran >> {marker}"])
+        self.assertEqual([e["name"] for e in self.events("command")], ["/yolo", "/nosuch"])
+        self.deliver("danger rm -rf /tmp/x")  # approvals are off: no panel, no wait
+        self.assertEqual(self.final_reply()[-1]["content"], "approval: yolo")
+        self.deliver("/src/main.c why?")  # a path as the first word is a message
+        self.assertEqual(self.final_reply()[-1]["content"], "echo: /src/main.c why?")
+        # Typed while a turn runs, a bang line waits for the turn and runs once.
+        self.deliver("slow 2")
+        self.wait_screen("⚕ ❯")
+        self.deliver(f"!echo again >> {marker}")
+        self.assertEqual(self.final_reply()[-1]["content"], "tick0 tick1 done")
+        self.wait_for(lambda: marker.read_text() == "ran\nagain\n", "the queued shell command")
+
+    def test_a_bang_line_is_a_message_for_0_18(self):
+        self.start(FAKE_HERMES_VERSION="0.18")
+        self.deliver("!echo hi")
+        self.assertEqual(self.brief(self.final_reply()), [("user", "!echo hi"), ("assistant", "echo: !echo hi")])
+        self.assertEqual(self.events("bang"), [])
+
+    def test_danger_again_replaces_the_prompt_with_a_new_one_of_the_same_text(self):
+        self.start()
+        self.deliver("danger-again rm -rf /tmp/again")
+        self.wait_screen("4. Deny")
+        self.keys("4")
+        self.wait_for(lambda: len(self.rows()) == 4, "the second tool call")
+        self.assertIn("4. Deny", self.capture())  # the panel never went away
+        self.keys("1")
+        rows = self.final_reply()
+        self.assertEqual([r["role"] for r in rows], ["user", "assistant", "tool", "assistant", "tool", "assistant"])
+        self.assertEqual((rows[2]["content"], rows[4]["content"], rows[5]["content"]),
+                         ("denied: rm -rf /tmp/again", "approved (once): output of rm -rf /tmp/again",
+                          "approval: deny, once"))
+        self.assertNotEqual(rows[1]["tool_calls"], rows[3]["tool_calls"])
+
     def test_long_paste_is_collapsed_and_expanded_on_submit(self):
         self.start()
         text = "\n".join(f"line {i}\twith a tab" for i in range(6))

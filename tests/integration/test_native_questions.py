@@ -113,6 +113,35 @@ class NativeApprovals(NativeFixture):
         answers = [e for e in self.tui_log_entries() if e.get("event") == "approval"]
         self.assertEqual([a["key"] for a in answers], ["Enter on row 2"])
 
+    def test_an_answer_to_a_prompt_replaced_by_one_with_the_same_text_is_refused(self):
+        # The person denies at the terminal and the agent at once asks the same
+        # command again (a new tool call): the screen shows the same text, but
+        # it is another prompt, and the first question's answer must not land on it.
+        run_id = self.chat("n-again", "danger-again rm -rf /tmp/again")["run_id"]
+        first = self.bridge.wait_event(run_id, "approval.requested", timeout=20)
+        sock = self.native_status("n-again")["config"]["tmux_socket"]
+        self.assertEqual(tmux(sock, "send-keys", "-t", "main", "4").returncode, 0)
+
+        def events(name: str) -> list[dict]:
+            out = self.bridge.request({"action": "get_output", "run_id": run_id, "cursor": 0})
+            return events_named(out["events"], name)
+
+        [closed] = self.wait_for(lambda: [r for r in events("approval.resolved")
+                                          if r["approval_id"] == first["approval_id"]], what="the first closed")
+        self.assertEqual((closed["choice"], closed["reason"]), (None, "answered in the terminal"))
+        late = self.bridge.request({"action": "approval_respond", "approval_id": first["approval_id"],
+                                    "choice": "once"})
+        self.assertFalse(late["resolved"], late)
+        [second] = self.wait_for(lambda: [a for a in events("approval.requested")
+                                          if a["approval_id"] != first["approval_id"]], what="the second asked")
+        self.assertEqual(second["command"], first["command"])
+        answer = self.bridge.request({"action": "approval_respond", "approval_id": second["approval_id"],
+                                      "choice": "session"})
+        self.assertTrue(answer["resolved"], answer)
+        done = self.bridge.wait_done(run_id, timeout=20)
+        self.assertIn("approval: deny, session", done["output"])
+        self.assertEqual([k["bytes"] for k in self.digit_keys_sent()], ["4", "2"])
+
     def test_no_key_is_sent_while_no_panel_shows(self):
         self.turn("n-quiet", "tool echo hi")
         self.turn("n-quiet", "hello")
@@ -170,6 +199,14 @@ class NativeClarify(NativeFixture):
         self.respond(asked, "Bob")
         done = self.bridge.wait_done(run_id, timeout=20)
         self.assertTrue(done["output"].endswith("clarified: Bob"), done)
+
+    def test_a_typed_answer_ending_in_semicolons_arrives_whole(self):
+        # tmux reads an argument's trailing ';' as a command separator.
+        run_id, asked = self.ask("n-cl-semi", "clarify What name?")
+        self.respond(asked, "Bob; Alice;;")
+        done = self.bridge.wait_done(run_id, timeout=20)
+        self.assertTrue(done["output"].endswith("clarified: Bob; Alice;;"), done)
+        self.assertEqual(self.tui_answers(), ["Bob; Alice;;"])
 
     def test_a_multi_select_answer_checks_each_choice_and_types_the_rest(self):
         run_id, asked = self.ask("n-cl-some", "clarify-some Which toppings? / cheese,ham,olives")

@@ -281,6 +281,25 @@ class RealTui(unittest.TestCase):
         self.assertTrue(asked["multi_select"], asked)
         self.assertEqual(self.user_response(done), ["cheese", "olives", "pepper"])
 
+    def test_15_a_bang_line_is_refused_unless_asked_for_and_then_runs_once(self):
+        version = next((line.split('"')[1] for line in (Path(ROOT) / "pyproject.toml").read_text().splitlines()
+                        if line.startswith("version")), "0")
+        if tuple(int(p) for p in version.split(".")[:2]) < (0, 20):
+            self.skipTest(f"hermes-agent {version} sends a ! line to the agent (bang commands came with 0.20)")
+        marker = self.tmp / "banged"
+        out = self.bridge.chat("real", f"!echo ran >> {marker}", harness="native", workspace=str(self.workspace))
+        self.assertEqual((out["ok"], out.get("error_type")), (False, "ValueError"), out)
+        rows_before = len(self.rows())
+        out = self.bridge.chat("real", f"!echo ran >> {marker}", harness="native", workspace=str(self.workspace),
+                               tui_command=True)
+        self.assertTrue(out["ok"], out)
+        self.assertEqual(self.bridge.wait_done(out["run_id"], timeout=60)["status"], "complete")
+        self.wait_for(marker.exists, what="the bang command's file")
+        done = self.turn("after the bang")  # the TUI took a message after it: the bang is long over
+        self.assertEqual(done["output"], "echo: after the bang")
+        self.assertEqual(marker.read_text(), "ran\n")
+        self.assertEqual([r[2] for r in self.rows()[rows_before:] if r[1] == "user"], ["after the bang"])
+
 
 if __name__ == "__main__":
     unittest.main()
