@@ -1,9 +1,10 @@
 """An agent worker process: hermes-agent on its own interpreter, for one
 profile, driven by the daemon over the socket it inherited (fd 3).
 
-The daemon starts it as `<agent's python> -B <dir>/worker_main.py --fd 3
---agent-root R --hermes-home H --profile P` with the bridge's modules in
-<dir>. It calls the same adapter functions the embedded host calls
+The daemon starts it as `<agent's python> [-P] -B -c <bootstrap> <dir> ...
+--fd 3 --agent-root R --hermes-home H --profile P` with the bridge's modules
+in <dir> (bridge/worker/module_dir.cpp: the bootstrap checks <dir> and puts
+it first on sys.path, the current directory nowhere). It calls the same adapter functions the embedded host calls
 (bridge_adapter.create_session, run_turn, ...); the sink it hands to a turn
 turns every callback into a frame (worker_frames, FRAMES.md), and a
 question blocks the agent's thread until the daemon's answer arrives.
@@ -14,6 +15,7 @@ When the daemon goes away (the socket ends) it interrupts its turns and exits.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import itertools
 import json
 import os
@@ -41,6 +43,12 @@ EXIT_GRACE_S = 3.0
 # asking thread stops waiting for an answer that will not come.
 ASK_GRACE_S = 30.0
 # What a question gets when the daemon cannot answer (fail closed).
+# Threads for requests, per kind of request: a flood of them queues instead
+# of starting a thread each, and slow ones (building an agent, a named
+# operation) never hold up quick ones (an interrupt). Turns have a thread
+# each: the daemon runs at most one per session.
+QUICK_THREADS = 8
+SLOW_THREADS = 8
 DEFAULT_ANSWERS = {"approval": "deny", "compression": '{"failure": "bridge compression timed out"}',
                    "clarify": ""}
 
@@ -82,8 +90,15 @@ class Connection:
             fields["turn"], fields["seq"] = turn.turn_id, turn.seq
             return self._queue(frames.encode(frame_kind, fields))
 
-    def _queue(self, data: bytes) -> bool:
-        while len(self.queue) > self.QUEUE_LIMIT and not self.broken:
+    def send_now(self, frame_kind: str, /, **fields: Any) -> bool:
+        """A frame that does not wait for room (a heartbeat's reply: tiny, and
+        it must not look like a hung worker while the daemon reads slowly)."""
+        data = frames.encode(frame_kind, fields)
+        with self.lock:
+            return self._queue(data, wait=False)
+
+    def _queue(self, data: bytes, wait: bool = True) -> bool:
+        while wait and len(self.queue) > self.QUEUE_LIMIT and not self.broken:
             self.cond.wait(1.0)
         if self.broken:
             return False
@@ -180,6 +195,10 @@ class Worker:
         self.turns: dict[int, tuple[Turn, Any]] = {}  # turn id -> (sink, session)
         self.questions: dict[int, dict[str, Any]] = {}
         self.ask_ids = itertools.count(1)
+        self.pools = {
+            "quick": concurrent.futures.ThreadPoolExecutor(QUICK_THREADS, thread_name_prefix="hermes-bridge-quick"),
+            "slow": concurrent.futures.ThreadPoolExecutor(SLOW_THREADS, thread_name_prefix="hermes-bridge-slow"),
+        }
 
     # -- questions ---------------------------------------------------------
     def open_question(self) -> tuple[int, dict[str, Any]]:
@@ -217,10 +236,10 @@ class Worker:
             self.conn.send("reply", req=req, ok=False, value="", error_type=type(exc).__name__,
                            error=clean_text(str(exc)))
 
-    def in_thread(self, fn: Callable[[], None]) -> None:
-        # One thread per request: a slow one (building an agent, a named
-        # operation) never holds up the reading of answers the turns wait for.
-        threading.Thread(target=fn, daemon=True).start()
+    def in_thread(self, fn: Callable[[], None], pool: str = "slow") -> None:
+        # Off the reading thread: nothing it runs holds up the reading of
+        # answers the turns wait for, or of heartbeats.
+        self.pools[pool].submit(fn)
 
     def create(self, f: dict[str, Any]) -> None:
         def build() -> str:
@@ -251,7 +270,7 @@ class Worker:
                 self.conn.send_for(sink, "turn_end", status=parts[0], result=parts[1], error=parts[2],
                                    history=parts[3], message_count=int(parts[4] or 0))
                 sink.closed = True
-        self.in_thread(run)
+        threading.Thread(target=run, name=f"hermes-bridge-turn-{f['turn']}", daemon=True).start()
 
     def resolve_gateway(self, f: dict[str, Any]) -> None:
         # The daemon logs the verdict when it reads this reply; the agent
@@ -261,13 +280,13 @@ class Worker:
             with self.conn.lock:
                 self.reply(f["req"], lambda: str(adapter.resolve_gateway(
                     f["session_id"], f["choice"], f.get("request_id", ""), f.get("token", ""))))
-        self.in_thread(run)
+        self.in_thread(run, "quick")
 
     def release(self, f: dict[str, Any]) -> None:
         with self.lock:
             session = self.sessions.pop(f["handle"], None)
         if session is not None:
-            self.in_thread(lambda: adapter.release(session))
+            self.in_thread(lambda: adapter.release(session), "quick")
 
     def named_call(self, f: dict[str, Any], name: str, first: Callable[[], Any]) -> None:
         def run() -> str:
@@ -280,20 +299,23 @@ class Worker:
     def dispatch(self, f: dict[str, Any]) -> bool:
         """Handles one frame from the daemon; False once told to stop."""
         kind = f["t"]
-        if kind == "answer":
+        if kind == "heartbeat":
+            self.conn.send_now("heartbeat_reply", beat=int(f["beat"]))
+        elif kind == "answer":
             self.answer(f)
         elif kind == "create_session":
             self.create(f)
         elif kind == "start_turn":
             self.start_turn(f)
         elif kind == "prepare_turn":
-            self.in_thread(lambda: self.reply(f["req"], lambda: adapter.prepare_turn(self.session(f["handle"])) or ""))
+            self.in_thread(lambda: self.reply(f["req"], lambda: adapter.prepare_turn(self.session(f["handle"])) or ""),
+                           "quick")
         elif kind == "interrupt_turn":
             self.in_thread(lambda: self.reply(
-                f["req"], lambda: adapter.interrupt(self.session(f["handle"]), f["message"]) or ""))
+                f["req"], lambda: adapter.interrupt(self.session(f["handle"]), f["message"]) or ""), "quick")
         elif kind == "steer_turn":
             self.in_thread(lambda: self.reply(
-                f["req"], lambda: "1" if adapter.steer(self.session(f["handle"]), f["text"]) else ""))
+                f["req"], lambda: "1" if adapter.steer(self.session(f["handle"]), f["text"]) else ""), "quick")
         elif kind == "release_session":
             self.release(f)
         elif kind == "resolve_gateway":
