@@ -7,11 +7,11 @@
 #include "app/commands.hpp"
 #include "app/native_flags.hpp"
 #include "app/open_files.hpp"
+#include "app/worker_hosting.hpp"
 #include "bridge/agent_env.hpp"
 #include "bridge/agent_hosting.hpp"
 #include "bridge/python/embedded_agent.hpp"
 #include "bridge/tmux/tmux_server.hpp"
-#include "bridge/worker/worker_pool.hpp"
 #include "protocol/endpoint.hpp"
 #include "protocol/json_text.hpp"
 #include "protocol/trust.hpp"
@@ -73,9 +73,7 @@ struct serve_flags {
   std::string agent_root; // empty: searched (bridge/agent_env.cpp)
   std::string agent_host = "worker";
   std::string agent_python;
-  size_t workers_per_profile = 1;
-  double worker_idle_timeout_s = 300;
-  double worker_max_rss_mb = 0;
+  hb::app::worker_flags workers;
   std::string hermes_home = "~/.hermes";
   std::string db;
   std::string synchronous = "NORMAL";
@@ -175,45 +173,6 @@ int host_embedded(const serve_flags& flags, const std::string& home, const hb::b
   return 0;
 }
 
-std::string default_worker_dir() {
-  if (const char* xdg = std::getenv("XDG_RUNTIME_DIR"); xdg && *xdg)
-    return std::string(xdg) + "/hermes-bridge/workers";
-  const char* tmp = std::getenv("TMPDIR");
-  return std::string(tmp && *tmp ? tmp : "/tmp") + "/hermes-bridge-" + std::to_string(::getuid()) + "/workers";
-}
-
-// Agents in worker processes on the agent's own interpreter. Without one the
-// daemon still serves: chats fail with what was tried, health says so.
-int host_in_workers(const serve_flags& flags, const std::string& home, const hb::bridge::agent_env& env,
-                    hb::actors::daemon_settings& settings) {
-  auto chosen = hb::bridge::choose_interpreter(env);
-  hb::bridge::worker::pool_options options;
-  if (chosen.python) {
-    options.launch.python = *chosen.python;
-    log_event(log_level::info, "agent.environment", "",
-              {{"python", chosen.python->display()},
-               {"source", chosen.python->source},
-               {"version", chosen.probe.version},
-               {"agent_root", env.agent_root.value_or("")},
-               {"agent_version", chosen.probe.agent_version}});
-  } else {
-    options.unavailable = chosen.error;
-    log_event(log_level::warn, "agent.unavailable", chosen.error);
-  }
-  options.launch.agent_root = env.agent_root.value_or("");
-  options.launch.hermes_home = home;
-  options.launch.runtime_dir = default_worker_dir();
-  options.per_profile = flags.workers_per_profile;
-  options.idle_timeout = std::chrono::seconds(static_cast<int64_t>(flags.worker_idle_timeout_s));
-  options.max_rss_mb = flags.worker_max_rss_mb;
-  auto pool = std::make_shared<hb::bridge::worker::worker_pool>(options);
-  pool->start_housekeeping();
-  pool->prestart("default"); // most chats name no profile
-  hb::bridge::host_agents_in_workers(pool, chosen.agent_json(), home);
-  settings.agent_root = env.agent_root.value_or("None");
-  return 0;
-}
-
 int run_serve(const serve_flags& flags, int ready_fd) {
   hb::actors::set_log_level(hb::actors::parse_log_level(flags.log_level).value_or(log_level::info));
   hb::protocol::endpoint endpoint;
@@ -250,7 +209,7 @@ int run_serve(const serve_flags& flags, int ready_fd) {
   auto env = hb::bridge::find_agent_env(
     hb::bridge::agent_env_inputs::from_process(flags.agent_root, home, flags.agent_python));
   if (flags.agent_host == "worker") {
-    if (int rc = host_in_workers(flags, home, env, settings); rc != 0)
+    if (int rc = hb::app::host_in_workers(flags.workers, home, env, settings); rc != 0)
       return rc;
   } else if (int rc = host_embedded(flags, home, env, settings); rc != 0) {
     return rc;
@@ -390,22 +349,7 @@ int main(int argc, char** argv) {
                     "the interpreter agent workers run with (default: <agent-root>/venv/bin/python3, "
                     ".venv, the hermes command's shebang, uv run, python3 on PATH)")
     ->envname("HERMES_AGENT_PYTHON");
-  serve->add_option("--workers-per-profile", flags.workers_per_profile,
-                    "worker processes per profile; its sessions are spread over them")
-    ->envname("HERMES_BRIDGE_WORKERS_PER_PROFILE")
-    ->check(CLI::PositiveNumber)
-    ->capture_default_str();
-  serve->add_option("--worker-idle-timeout", flags.worker_idle_timeout_s,
-                    "seconds a worker with no session left keeps running (0: forever)")
-    ->envname("HERMES_BRIDGE_WORKER_IDLE_TIMEOUT")
-    ->check(CLI::NonNegativeNumber)
-    ->capture_default_str();
-  serve->add_option("--worker-max-rss-mb", flags.worker_max_rss_mb,
-                    "a worker using more memory is restarted once no turn runs in it (its sessions "
-                    "resume from the log; 0: no limit)")
-    ->envname("HERMES_BRIDGE_WORKER_MAX_RSS_MB")
-    ->check(CLI::NonNegativeNumber)
-    ->capture_default_str();
+  hb::app::add_worker_flags(*serve, flags.workers);
   serve->add_option("--hermes-home", flags.hermes_home, "Hermes home (config.yaml, .env, state.db, profiles/)")
     ->envname("HERMES_HOME")
     ->capture_default_str();

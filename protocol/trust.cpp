@@ -62,30 +62,78 @@ void require_trusted_dir(const std::string& path, const std::string& what) {
                              " is writable by group or others; chmod go-w it (or choose another path)");
 }
 
+namespace {
+
+// The absolute path's prefixes: "/a/b/c" -> "/", "/a", "/a/b", "/a/b/c".
+std::vector<std::string> prefixes(const std::string& path) {
+  std::string full = std::filesystem::absolute(path).lexically_normal().string();
+  while (full.size() > 1 && full.back() == '/')
+    full.pop_back();
+  std::vector<std::string> out{"/"};
+  for (size_t at = 1; at <= full.size(); ++at)
+    if (at == full.size() || full[at] == '/')
+      out.push_back(full.substr(0, at));
+  if (out.size() > 1 && out.back() == "/")
+    out.pop_back();
+  return out;
+}
+
+void check_component(const std::string& part, const std::string& what, int depth) {
+  struct stat st {};
+  if (::lstat(part.c_str(), &st) != 0)
+    throw std::runtime_error("cannot check " + what + " " + part + ": " + std::strerror(errno));
+  if (!S_ISLNK(st.st_mode)) {
+    require_trusted_dir(part, what);
+    return;
+  }
+  // Only its owner (or root) can have made it say where it points.
+  if (st.st_uid != ::geteuid() && st.st_uid != 0)
+    throw std::runtime_error(what + " " + part + " is a symlink belonging to uid " + std::to_string(st.st_uid) +
+                             ", not to this user (uid " + std::to_string(::geteuid()) +
+                             "); another user could point it anywhere");
+  std::error_code ec;
+  auto target = std::filesystem::canonical(part, ec);
+  if (ec)
+    throw std::runtime_error("cannot check " + what + " " + part + ": " + ec.message());
+  if (depth > 8)
+    throw std::runtime_error(what + " " + part + ": too many symlinks");
+  for (const auto& p : prefixes(target.string()))
+    check_component(p, what, depth + 1);
+}
+
+bool exists_no_follow(const std::string& part) {
+  struct stat st {};
+  return ::lstat(part.c_str(), &st) == 0;
+}
+
+} // namespace
+
+void require_trusted_path(const std::string& path, const std::string& what) {
+  for (const auto& part : prefixes(path)) {
+    if (!exists_no_follow(part))
+      return; // what follows does not exist either
+    check_component(part, what, 0);
+  }
+}
+
 void require_trusted_tree(const std::string& path, const std::string& what) {
+  require_trusted_path(path, what);
   std::error_code ec;
   if (!std::filesystem::exists(path, ec))
     return;
-  require_trusted_dir(path, what);
   for (const auto& entry : std::filesystem::directory_iterator(path, ec))
     if (entry.is_directory(ec) && !entry.is_symlink(ec))
       require_trusted_dir(entry.path().string(), what);
 }
 
 void make_trusted_dir(const std::string& path, const std::string& what) {
-  std::vector<std::string> created;
-  for (size_t at = 1; at <= path.size(); ++at) {
-    if (at != path.size() && path[at] != '/')
-      continue;
-    std::string part = path.substr(0, at);
-    if (::mkdir(part.c_str(), 0700) == 0)
-      created.push_back(part);
-    else if (errno != EEXIST)
+  // Each one checked before anything is made in it: a directory another
+  // user made first (or swapped in) is refused before we write below it.
+  for (const auto& part : prefixes(path)) {
+    if (::mkdir(part.c_str(), 0700) != 0 && errno != EEXIST)
       throw std::runtime_error("cannot create " + what + " " + part + ": " + std::strerror(errno));
+    check_component(part, what, 0);
   }
-  for (const auto& dir : created)
-    require_trusted_dir(dir, what);
-  require_trusted_dir(path, what);
 }
 
 } // namespace hb::protocol

@@ -26,11 +26,20 @@ listener_reach reach_of(int listen_fd);
 // `what` says what the directory is for, in the message.
 void require_trusted_dir(const std::string& path, const std::string& what);
 
-// `path`, if it exists, and every directory directly in it.
+// Every directory of `path` that exists, from the root down, passes
+// require_trusted_dir: a directory another user controls anywhere on the way
+// lets that user swap what lies below it (a root-owned sticky /tmp passes,
+// a /tmp/hermes-bridge-<uid> someone else made first does not). A symlink on
+// the way must belong to this user or root, and what it points to is
+// checked the same way. `path` is made absolute against the current directory.
+void require_trusted_path(const std::string& path, const std::string& what);
+
+// `path`'s existing directories (require_trusted_path) and every directory
+// directly in `path`.
 void require_trusted_tree(const std::string& path, const std::string& what);
 
-// Creates `path` and its missing parents 0700; checks each directory it
-// created, and `path` itself, with require_trusted_dir.
+// Creates `path` and its missing parents 0700, and checks every directory
+// on it, pre-existing or made here, with require_trusted_path.
 void make_trusted_dir(const std::string& path, const std::string& what);
 
 } // namespace hb::protocol

@@ -19,7 +19,8 @@ import traceback
 from typing import Any
 
 from bridge_json import clean_text, dumps, plain, to_json  # clean_text: C++ uses it for lone surrogates
-from bridge_ops import bound_workspace, context_info, needs_terminal_cwd, profile_call, session_call  # noqa: F401
+from bridge_ops import (bound_workspace, context_info, forget_workspace, needs_terminal_cwd,  # noqa: F401
+                        profile_call, session_call)
 from bridge_profiles import (DBS, GATE, PATHS, accepted_kwargs, configure, gateway_timeout_s,
                              load_config, max_iterations_for, model_from, platform_name,
                              reasoning_config_for, section, service_tier_for,
@@ -346,6 +347,7 @@ def _parameters(func: Any) -> Any:
 
 def release(session: Session) -> None:
     session.sink = None
+    forget_workspace(session.session_id)
     with contextlib.suppress(Exception):
         close = getattr(session.agent, "close", None)
         if callable(close):

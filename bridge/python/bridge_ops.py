@@ -57,6 +57,18 @@ def bound_workspace(session_id: str, workspace: str | None):
                 clear_session_cwd()
 
 
+def forget_workspace(session_id: str) -> None:
+    """Drops the terminal tool's per-task cwd of a session that goes away:
+    a session created later under the same id must not run its commands in
+    the old one's workspace."""
+    try:
+        from tools.terminal_tool import clear_task_env_overrides
+    except Exception:
+        return
+    with contextlib.suppress(Exception):
+        clear_task_env_overrides(session_id)
+
+
 def needs_terminal_cwd() -> bool:
     """An agent older than agent.runtime_cwd and per-task overrides reads
     its tools' cwd from TERMINAL_CWD only."""

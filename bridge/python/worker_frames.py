@@ -1,7 +1,8 @@
 """The frames between the daemon and this worker process, Python side (the
 format is in bridge/worker/FRAMES.md; bridge/worker/frames.cpp is the C++
 side): a 4-byte big-endian length, then a UTF-8 JSON object whose "t" names
-the kind. Stdlib only."""
+the kind. A frame longer than MAX_PART_BYTES goes in parts: every part's
+length but the last's has MORE_PARTS set. Stdlib only."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import json
 import struct
 from typing import Any, BinaryIO
 
+MAX_PART_BYTES = 32 << 20
+MORE_PARTS = 1 << 31
 MAX_FRAME_BYTES = 1 << 30
 
 
@@ -24,22 +27,42 @@ def encode(kind: str, fields: dict[str, Any]) -> bytes:
     data = json.dumps(body, ensure_ascii=False).encode("utf-8", "replace")
     if len(data) > MAX_FRAME_BYTES:
         raise FrameError(f"frame of {len(data)} bytes is over the limit")
-    return struct.pack(">I", len(data)) + data
+    if len(data) <= MAX_PART_BYTES:
+        return struct.pack(">I", len(data)) + data
+    parts = []
+    for at in range(0, len(data), MAX_PART_BYTES):
+        part = data[at:at + MAX_PART_BYTES]
+        more = MORE_PARTS if at + MAX_PART_BYTES < len(data) else 0
+        parts += [struct.pack(">I", len(part) | more), part]
+    return b"".join(parts)
 
 
 def read(stream: BinaryIO) -> dict[str, Any] | None:
     """The next frame, or None at a clean end of the stream."""
-    header = stream.read(4)
-    if not header:
-        return None
-    if len(header) < 4:
-        raise FrameError("stream ends inside a frame's length")
-    (size,) = struct.unpack(">I", header)
-    if size > MAX_FRAME_BYTES:
-        raise FrameError(f"frame length {size} is over the limit")
-    body = stream.read(size)
-    if len(body) < size:
-        raise FrameError("stream ends inside a frame")
+    parts: list[bytes] = []
+    total = 0
+    while True:
+        header = stream.read(4)
+        if not header and not parts:
+            return None
+        if len(header) < 4:
+            raise FrameError("stream ends inside a frame's length")
+        (head,) = struct.unpack(">I", header)
+        size, more = head & ~MORE_PARTS, bool(head & MORE_PARTS)
+        if size > MAX_PART_BYTES:
+            raise FrameError(f"frame part length {size} is over the limit")
+        if more and size == 0:
+            raise FrameError("an empty frame part")
+        total += size
+        if total > MAX_FRAME_BYTES:
+            raise FrameError(f"frame of more than {MAX_FRAME_BYTES} bytes")
+        part = stream.read(size)
+        if len(part) < size:
+            raise FrameError("stream ends inside a frame")
+        parts.append(part)
+        if not more:
+            break
+    body = parts[0] if len(parts) == 1 else b"".join(parts)
     try:
         frame = json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:

@@ -1,9 +1,10 @@
 """An agent worker process: hermes-agent on its own interpreter, for one
 profile, driven by the daemon over the socket it inherited (fd 3).
 
-The daemon starts it as `<agent's python> -B <dir>/worker_main.py --fd 3
---agent-root R --hermes-home H --profile P` with the bridge's modules in
-<dir>. It calls the same adapter functions the embedded host calls
+The daemon starts it as `<agent's python> [-P] -B -c <bootstrap> <dir> ...
+--fd 3 --agent-root R --hermes-home H --profile P` with the bridge's modules
+in <dir> (bridge/worker/module_dir.cpp: the bootstrap checks <dir> and puts
+it first on sys.path, the current directory nowhere). It calls the same adapter functions the embedded host calls
 (bridge_adapter.create_session, run_turn, ...); the sink it hands to a turn
 turns every callback into a frame (worker_frames, FRAMES.md), and a
 question blocks the agent's thread until the daemon's answer arrives.
@@ -14,6 +15,7 @@ When the daemon goes away (the socket ends) it interrupts its turns and exits.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import itertools
 import json
 import os
@@ -21,12 +23,12 @@ import signal
 import socket
 import sys
 import threading
-import time
 import traceback
 from typing import Any, Callable
 
 import bridge_adapter as adapter
 import worker_frames as frames
+from worker_connection import Connection
 from bridge_json import clean_text
 from bridge_profiles import environment
 
@@ -41,86 +43,14 @@ EXIT_GRACE_S = 3.0
 # asking thread stops waiting for an answer that will not come.
 ASK_GRACE_S = 30.0
 # What a question gets when the daemon cannot answer (fail closed).
+# Threads for requests, per kind of request: a flood of them queues instead
+# of starting a thread each, and slow ones (building an agent, a named
+# operation) never hold up quick ones (an interrupt). Turns have a thread
+# each: the daemon runs at most one per session.
+QUICK_THREADS = 8
+SLOW_THREADS = 8
 DEFAULT_ANSWERS = {"approval": "deny", "compression": '{"failure": "bridge compression timed out"}',
                    "clarify": ""}
-
-
-class Connection:
-    """The socket to the daemon. Frames are queued whole under one lock, in
-    the order they are made, and a writer thread sends what has queued in
-    one system call: a busy worker sends many deltas per write instead of
-    paying a write (and a wake-up of the daemon's reader) for each. The lock
-    is re-entrant so that resolve_gateway can hold it across the call that
-    wakes an agent thread (see Worker.resolve_gateway)."""
-
-    # Queued bytes past which senders wait: back-pressure reaches the agent's
-    # threads when the daemon reads slowly, as it would with a full socket.
-    QUEUE_LIMIT = 8 << 20
-
-    def __init__(self, sock: socket.socket) -> None:
-        self.sock = sock
-        self.inbox = sock.makefile("rb")
-        self.lock = threading.RLock()
-        self.cond = threading.Condition(self.lock)
-        self.queue = bytearray()
-        self.broken = False
-        self.sending = False
-        threading.Thread(target=self._send_loop, name="hermes-bridge-frames", daemon=True).start()
-
-    # Positional-only: an ask frame has a field named "kind".
-    def send(self, frame_kind: str, /, **fields: Any) -> bool:
-        data = frames.encode(frame_kind, fields)
-        with self.lock:
-            return self._queue(data)
-
-    def send_for(self, turn: "Turn", frame_kind: str, /, **fields: Any) -> bool:
-        """A turn's frame, numbered in the order it is queued."""
-        with self.lock:
-            if turn.closed:
-                return False  # a thread the turn left behind
-            turn.seq += 1
-            fields["turn"], fields["seq"] = turn.turn_id, turn.seq
-            return self._queue(frames.encode(frame_kind, fields))
-
-    def _queue(self, data: bytes) -> bool:
-        while len(self.queue) > self.QUEUE_LIMIT and not self.broken:
-            self.cond.wait(1.0)
-        if self.broken:
-            return False
-        self.queue += data
-        self.cond.notify_all()
-        return True
-
-    def _send_loop(self) -> None:
-        while True:
-            with self.cond:
-                while not self.queue:
-                    self.cond.wait()
-                data, self.queue = bytes(self.queue), bytearray()
-                self.sending = True
-                self.cond.notify_all()  # room for blocked senders
-            try:
-                self.sock.sendall(data)
-            except OSError:
-                with self.cond:
-                    self.broken = True
-                    self.queue.clear()
-                    self.cond.notify_all()
-                return
-            finally:
-                with self.cond:
-                    self.sending = False
-                    self.cond.notify_all()
-
-    def drain(self, timeout_s: float) -> None:
-        """Waits (a bounded time) until everything queued has been sent."""
-        deadline = time.monotonic() + timeout_s
-        with self.cond:
-            while (self.queue or self.sending) and not self.broken:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return
-                self.cond.wait(left)
 
 
 class Turn:
@@ -180,6 +110,10 @@ class Worker:
         self.turns: dict[int, tuple[Turn, Any]] = {}  # turn id -> (sink, session)
         self.questions: dict[int, dict[str, Any]] = {}
         self.ask_ids = itertools.count(1)
+        self.pools = {
+            "quick": concurrent.futures.ThreadPoolExecutor(QUICK_THREADS, thread_name_prefix="hermes-bridge-quick"),
+            "slow": concurrent.futures.ThreadPoolExecutor(SLOW_THREADS, thread_name_prefix="hermes-bridge-slow"),
+        }
 
     # -- questions ---------------------------------------------------------
     def open_question(self) -> tuple[int, dict[str, Any]]:
@@ -217,10 +151,10 @@ class Worker:
             self.conn.send("reply", req=req, ok=False, value="", error_type=type(exc).__name__,
                            error=clean_text(str(exc)))
 
-    def in_thread(self, fn: Callable[[], None]) -> None:
-        # One thread per request: a slow one (building an agent, a named
-        # operation) never holds up the reading of answers the turns wait for.
-        threading.Thread(target=fn, daemon=True).start()
+    def in_thread(self, fn: Callable[[], None], pool: str = "slow") -> None:
+        # Off the reading thread: nothing it runs holds up the reading of
+        # answers the turns wait for, or of heartbeats.
+        self.pools[pool].submit(fn)
 
     def create(self, f: dict[str, Any]) -> None:
         def build() -> str:
@@ -251,7 +185,7 @@ class Worker:
                 self.conn.send_for(sink, "turn_end", status=parts[0], result=parts[1], error=parts[2],
                                    history=parts[3], message_count=int(parts[4] or 0))
                 sink.closed = True
-        self.in_thread(run)
+        threading.Thread(target=run, name=f"hermes-bridge-turn-{f['turn']}", daemon=True).start()
 
     def resolve_gateway(self, f: dict[str, Any]) -> None:
         # The daemon logs the verdict when it reads this reply; the agent
@@ -261,13 +195,13 @@ class Worker:
             with self.conn.lock:
                 self.reply(f["req"], lambda: str(adapter.resolve_gateway(
                     f["session_id"], f["choice"], f.get("request_id", ""), f.get("token", ""))))
-        self.in_thread(run)
+        self.in_thread(run, "quick")
 
     def release(self, f: dict[str, Any]) -> None:
         with self.lock:
             session = self.sessions.pop(f["handle"], None)
         if session is not None:
-            self.in_thread(lambda: adapter.release(session))
+            self.in_thread(lambda: adapter.release(session), "quick")
 
     def named_call(self, f: dict[str, Any], name: str, first: Callable[[], Any]) -> None:
         def run() -> str:
@@ -280,20 +214,23 @@ class Worker:
     def dispatch(self, f: dict[str, Any]) -> bool:
         """Handles one frame from the daemon; False once told to stop."""
         kind = f["t"]
-        if kind == "answer":
+        if kind == "heartbeat":
+            self.conn.send_now("heartbeat_reply", beat=int(f["beat"]))
+        elif kind == "answer":
             self.answer(f)
         elif kind == "create_session":
             self.create(f)
         elif kind == "start_turn":
             self.start_turn(f)
         elif kind == "prepare_turn":
-            self.in_thread(lambda: self.reply(f["req"], lambda: adapter.prepare_turn(self.session(f["handle"])) or ""))
+            self.in_thread(lambda: self.reply(f["req"], lambda: adapter.prepare_turn(self.session(f["handle"])) or ""),
+                           "quick")
         elif kind == "interrupt_turn":
             self.in_thread(lambda: self.reply(
-                f["req"], lambda: adapter.interrupt(self.session(f["handle"]), f["message"]) or ""))
+                f["req"], lambda: adapter.interrupt(self.session(f["handle"]), f["message"]) or ""), "quick")
         elif kind == "steer_turn":
             self.in_thread(lambda: self.reply(
-                f["req"], lambda: "1" if adapter.steer(self.session(f["handle"]), f["text"]) else ""))
+                f["req"], lambda: "1" if adapter.steer(self.session(f["handle"]), f["text"]) else ""), "quick")
         elif kind == "release_session":
             self.release(f)
         elif kind == "resolve_gateway":

@@ -39,6 +39,8 @@ template <class F> void fields(F& f, profile_call& x) {
 template <class F> void fields(F& f, answer& x) { f("turn", x.turn), f("ask", x.ask), f("text", x.text); }
 template <class F> void fields(F& f, committed& x) { f("turn", x.turn), f("seq", x.seq); }
 template <class F> void fields(F&, shutdown&) {}
+template <class F> void fields(F& f, heartbeat& x) { f("beat", x.beat); }
+template <class F> void fields(F& f, heartbeat_reply& x) { f("beat", x.beat); }
 template <class F> void fields(F& f, ready& x) {
   f("pid", x.pid), f("python", x.python), f("python_version", x.python_version), f("agent_root", x.agent_root),
     f("agent_version", x.agent_version), f("error", x.error);
@@ -75,6 +77,8 @@ HB_FRAME_NAME(profile_call)
 HB_FRAME_NAME(answer)
 HB_FRAME_NAME(committed)
 HB_FRAME_NAME(shutdown)
+HB_FRAME_NAME(heartbeat)
+HB_FRAME_NAME(heartbeat_reply)
 HB_FRAME_NAME(ready)
 HB_FRAME_NAME(reply)
 HB_FRAME_NAME(text)
@@ -160,6 +164,27 @@ struct reader {
   }
 };
 
+// The body as one part, or, past max_part_bytes, as several: each part's
+// length has more_parts set but the last's.
+std::string frame_parts(const std::string& text) {
+  if (text.size() > max_frame_bytes)
+    throw frame_error("frame of " + std::to_string(text.size()) + " bytes is over the limit");
+  std::string out;
+  out.reserve(text.size() + 4 * (text.size() / max_part_bytes + 1));
+  size_t at = 0;
+  do {
+    size_t n = std::min<size_t>(max_part_bytes, text.size() - at);
+    uint32_t head = static_cast<uint32_t>(n) | (at + n < text.size() ? more_parts : 0u);
+    out.push_back(static_cast<char>(head >> 24));
+    out.push_back(static_cast<char>(head >> 16));
+    out.push_back(static_cast<char>(head >> 8));
+    out.push_back(static_cast<char>(head));
+    out.append(text, at, n);
+    at += n;
+  } while (at < text.size());
+  return out;
+}
+
 template <class Variant> std::string encode_any(const Variant& frame) {
   json body = json::object();
   std::visit(
@@ -172,18 +197,7 @@ template <class Variant> std::string encode_any(const Variant& frame) {
     frame);
   // Replacement, not an exception, for invalid UTF-8: the worker already
   // cleaned its text, so this only guards against a bug turning into a crash.
-  std::string text = body.dump(-1, ' ', false, json::error_handler_t::replace);
-  if (text.size() > max_frame_bytes)
-    throw frame_error("frame of " + std::to_string(text.size()) + " bytes is over the limit");
-  uint32_t n = static_cast<uint32_t>(text.size());
-  std::string out;
-  out.reserve(4 + text.size());
-  out.push_back(static_cast<char>(n >> 24));
-  out.push_back(static_cast<char>(n >> 16));
-  out.push_back(static_cast<char>(n >> 8));
-  out.push_back(static_cast<char>(n));
-  out += text;
-  return out;
+  return frame_parts(body.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
 template <class Variant, size_t I = 0> Variant decode_kind(json& body, const std::string& kind) {
@@ -237,31 +251,49 @@ void frame_reader::feed(const char* data, size_t size) {
 }
 
 std::optional<std::string> frame_reader::next() {
-  if (buffer_.size() - start_ < 4)
-    return std::nullopt;
-  const auto* p = reinterpret_cast<const unsigned char*>(buffer_.data() + start_);
-  uint32_t n = (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
-  if (n > max_frame_bytes)
-    throw frame_error("frame length " + std::to_string(n) + " is over the limit");
-  if (buffer_.size() - start_ - 4 < n) {
-    // Grow towards the announced size, but never more than double what has
-    // arrived: the length of a corrupt frame must not reserve a gigabyte, and
-    // a real big frame should not end with a buffer twice its size.
-    size_t need = start_ + 4 + size_t{n};
-    size_t step = std::min(need, buffer_.size() * 2 + (size_t{1} << 20));
-    if (step > buffer_.capacity())
-      buffer_.reserve(step);
-    return std::nullopt;
-  }
-  if (start_ == 0 && buffer_.size() == 4 + size_t{n}) { // the whole buffer: hand it over, no copy
-    std::string body = std::move(buffer_);
-    body.erase(0, 4);
-    buffer_ = std::string();
+  for (;;) {
+    if (buffer_.size() - start_ < 4)
+      return std::nullopt;
+    const auto* p = reinterpret_cast<const unsigned char*>(buffer_.data() + start_);
+    uint32_t head = (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
+    uint32_t n = head & ~more_parts;
+    bool more = (head & more_parts) != 0;
+    if (n > max_part_bytes)
+      throw frame_error("frame part length " + std::to_string(n) + " is over the limit");
+    if (more && n == 0)
+      throw frame_error("an empty frame part");
+    if (buffer_.size() - start_ - 4 < n) {
+      // Grow towards the announced size, but never more than double what has
+      // arrived: the length of a corrupt frame must not reserve memory, and
+      // a real big part should not end with a buffer twice its size.
+      size_t need = start_ + 4 + size_t{n};
+      size_t step = std::min(need, buffer_.size() * 2 + (size_t{1} << 20));
+      if (step > buffer_.capacity())
+        buffer_.reserve(step);
+      return std::nullopt;
+    }
+    std::string part;
+    if (start_ == 0 && buffer_.size() == 4 + size_t{n}) { // the whole buffer: hand it over, no copy
+      part = std::move(buffer_);
+      part.erase(0, 4);
+      buffer_ = std::string();
+    } else {
+      part = buffer_.substr(start_ + 4, n);
+      start_ += 4 + n;
+    }
+    if (partial_.size() + part.size() > max_frame_bytes)
+      throw frame_error("frame of more than " + std::to_string(max_frame_bytes) + " bytes");
+    if (more) {
+      partial_ += part;
+      continue;
+    }
+    if (partial_.empty())
+      return part;
+    std::string body = std::move(partial_);
+    partial_ = std::string();
+    body += part;
     return body;
   }
-  std::string body = buffer_.substr(start_ + 4, n);
-  start_ += 4 + n;
-  return body;
 }
 
 } // namespace hb::bridge::worker

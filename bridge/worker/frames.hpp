@@ -67,6 +67,9 @@ struct committed {       // the log holds the turn's frames up to `seq` (for re-
   uint64_t seq = 0;
 };
 struct shutdown {};      // interrupt every turn, exit
+struct heartbeat {       // answered at once by the worker's reading thread (heartbeat_reply)
+  uint64_t beat = 0;
+};
 
 // ---- worker -> daemon --------------------------------------------------------
 
@@ -103,6 +106,9 @@ struct notify {          // a gateway approval the agent waits for by itself
   std::string request;
   double timeout_s = 0;
 };
+struct heartbeat_reply {
+  uint64_t beat = 0;
+};
 struct turn_end {
   uint64_t turn = 0, seq = 0;
   std::string status;
@@ -112,15 +118,21 @@ struct turn_end {
 
 using to_worker = std::variant<create_session, prepare_turn, start_turn, interrupt_turn, steer_turn,
                                release_session, resolve_gateway, session_call, profile_call, answer,
-                               committed, shutdown>;
-using from_worker = std::variant<ready, reply, text, event, ask, notify, turn_end>;
+                               committed, shutdown, heartbeat>;
+using from_worker = std::variant<ready, reply, text, event, ask, notify, turn_end, heartbeat_reply>;
 
 // A frame that cannot be read: the stream is corrupt and the worker is cut off.
 struct frame_error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-constexpr uint32_t max_frame_bytes = 1u << 30; // a 100 MB turn's outcome fits a few times over
+// A frame goes in parts of at most max_part_bytes, each behind a 4-byte
+// big-endian length whose top bit (more_parts) says another part follows:
+// no single read announces more than a part, and nothing but a frame's
+// real bytes is ever held for it. A whole frame stays under max_frame_bytes.
+constexpr uint32_t max_part_bytes = 32u << 20;
+constexpr uint32_t more_parts = 1u << 31;
+constexpr size_t max_frame_bytes = size_t{1} << 30; // a 100 MB turn's outcome fits a few times over
 
 // The whole frame: 4-byte big-endian length, then the body.
 std::string encode(const to_worker& frame);
@@ -131,15 +143,17 @@ to_worker decode_to_worker(std::string_view body);
 from_worker decode_from_worker(std::string_view body);
 
 // Cuts a byte stream into bodies. feed() what arrives; next() hands out each
-// complete body once. Throws frame_error on a length over max_frame_bytes.
+// complete body once, its parts joined. Throws frame_error on a part over
+// max_part_bytes or a frame over max_frame_bytes.
 class frame_reader {
 public:
   void feed(const char* data, size_t size);
   std::optional<std::string> next();
-  size_t buffered() const { return buffer_.size() - start_; }
+  size_t buffered() const { return buffer_.size() - start_ + partial_.size(); }
 
 private:
   std::string buffer_;
+  std::string partial_; // the parts so far of a frame sent in parts
   size_t start_ = 0;
 };
 

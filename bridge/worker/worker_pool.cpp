@@ -77,15 +77,33 @@ std::shared_ptr<worker_process> worker_pool::running(slot& s) {
                                   "); it is started again in " + std::to_string(static_cast<int>(std::ceil(wait))) +
                                   " s");
   }
+  {
+    // A cap on processes in all: every distinct profile would otherwise
+    // start one more (an interpreter and an agent's memory each).
+    std::lock_guard<std::mutex> lock(mu_);
+    size_t live = starting_;
+    for (const auto& [_, slots] : slots_)
+      for (const auto& other : slots)
+        live += other->proc && other->proc->alive() ? 1 : 0;
+    if (options_.max_workers > 0 && live >= options_.max_workers)
+      throw protocol::runtime_error("too many agent workers (" + std::to_string(options_.max_workers) +
+                                    "): raise --max-workers, or let idle ones exit (--worker-idle-timeout)");
+    starting_++;
+  }
   try {
     proc = worker_process::start(options_.launch, s.profile);
   } catch (const protocol::wire_error&) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      starting_--;
+    }
     s.crashes++;
     double delay = std::min(max_backoff_s, 0.5 * std::pow(2.0, std::max(0, s.crashes - 1)));
     s.retry_at = clock::now() + std::chrono::milliseconds(static_cast<int64_t>(delay * 1000));
     throw;
   }
   std::lock_guard<std::mutex> lock(mu_);
+  starting_--;
   s.restarts++;
   s.proc = proc;
   return proc;
@@ -249,7 +267,7 @@ std::string worker_pool::health_json() const {
     protocol::object_writer w;
     w.str("profile", s.profile).integer("slot", static_cast<int64_t>(s.index));
     bool alive = s.proc && s.proc->alive();
-    w.boolean("alive", alive);
+    w.boolean("alive", alive).boolean("unresponsive", alive && s.proc->unresponsive());
     if (s.proc) {
       w.integer("pid", s.proc->pid())
         .str("python", s.proc->info().python)
@@ -291,7 +309,7 @@ studio_worker_maps worker_pool::studio_workers() const {
       bool in_use = s->sessions > 0 || (s->proc && s->proc->live_turns() > 0);
       double last_used = in_use ? epoch_now : epoch_now - std::chrono::duration<double>(now - s->idle_since).count();
       protocol::object_writer d;
-      d.boolean("running", alive);
+      d.boolean("running", alive && !s->proc->unresponsive()); // a hung worker serves nobody
       if (alive)
         d.integer("pid", s->proc->pid());
       else

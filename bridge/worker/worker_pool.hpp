@@ -28,6 +28,7 @@ struct pool_options {
   size_t per_profile = 1;
   std::chrono::seconds idle_timeout{0}; // 0: workers stay
   double max_rss_mb = 0;               // 0: no limit
+  size_t max_workers = 16;             // processes in all, every profile and slot; 0: no limit
 };
 
 class worker_pool : public profile_host, public std::enable_shared_from_this<worker_pool> {
@@ -75,6 +76,7 @@ private:
   mutable std::mutex mu_;
   std::map<std::string, std::vector<std::shared_ptr<slot>>> slots_;
   std::map<std::string, std::weak_ptr<worker_process>> sessions_; // session id -> its worker
+  size_t starting_ = 0; // processes being started, counted against max_workers
 };
 
 } // namespace hb::bridge::worker

@@ -1,7 +1,7 @@
 #include "bridge/worker/worker_process.hpp"
 
-#include "bridge/python/embedded_modules.hpp"
 #include "bridge/tmux/subprocess.hpp"
+#include "bridge/worker/module_dir.hpp"
 
 #include "protocol/json_text.hpp"
 #include "protocol/wire_error.hpp"
@@ -33,71 +33,10 @@ double now_s() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-// The adapter's sources in a fresh owner-only directory: the worker imports
-// them from there (its sys.path[0]), whatever interpreter it is.
-std::string write_modules(const std::string& runtime_dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(runtime_dir, ec);
-  // The daemon's pid in the name: a daemon that starts after one was killed
-  // removes what that one left (remove_stale_module_dirs).
-  std::string templ = runtime_dir + "/worker-" + std::to_string(::getpid()) + "-XXXXXX";
-  if (!::mkdtemp(templ.data())) // mkdtemp makes it 0700
-    throw protocol::runtime_error("cannot create a directory for the agent worker in " + runtime_dir + ": " +
-                                  std::strerror(errno));
-  for (std::size_t i = 0; i < embedded_module_count; ++i) {
-    std::ofstream out(templ + "/" + embedded_modules[i].name + ".py", std::ios::binary);
-    out << embedded_modules[i].source;
-    if (!out)
-      throw protocol::runtime_error("cannot write the agent worker's sources to " + templ);
-  }
-  return templ;
-}
-
-// Left by a daemon that was killed before its workers' readers cleaned up.
-void remove_stale_module_dirs(const std::string& runtime_dir) {
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(runtime_dir, ec)) {
-    std::string name = entry.path().filename().string();
-    if (name.rfind("worker-", 0) != 0)
-      continue;
-    char* end = nullptr;
-    long pid = std::strtol(name.c_str() + 7, &end, 10);
-    bool named = pid > 0 && end && *end == '-'; // else from before pids were put in the names
-    bool owner_alive = named && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
-    if (!owner_alive)
-      std::filesystem::remove_all(entry.path(), ec);
-  }
-}
-
-const char* signal_name(int sig) {
-  switch (sig) {
-  case SIGKILL: return "SIGKILL";
-  case SIGTERM: return "SIGTERM";
-  case SIGSEGV: return "SIGSEGV";
-  case SIGABRT: return "SIGABRT";
-  case SIGINT: return "SIGINT";
-  case SIGBUS: return "SIGBUS";
-  case SIGHUP: return "SIGHUP";
-  case SIGPIPE: return "SIGPIPE";
-  default: return nullptr;
-  }
-}
-
 template <class T, class = void> struct has_req : std::false_type {};
 template <class T> struct has_req<T, std::void_t<decltype(std::declval<T&>().req)>> : std::true_type {};
 
 } // namespace
-
-std::string describe_exit(int status) {
-  if (WIFEXITED(status))
-    return "exit code " + std::to_string(WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) {
-    int sig = WTERMSIG(status);
-    const char* name = signal_name(sig);
-    return "killed by signal " + std::to_string(sig) + (name ? std::string(" (") + name + ")" : "");
-  }
-  return "ended with status " + std::to_string(status);
-}
 
 std::shared_ptr<worker_process> worker_process::start(const launch_options& how, const std::string& profile) {
   if (how.python.argv.empty())
@@ -106,14 +45,19 @@ std::shared_ptr<worker_process> worker_process::start(const launch_options& how,
   std::call_once(swept, [&] { remove_stale_module_dirs(how.runtime_dir); });
   std::shared_ptr<worker_process> w(new worker_process());
   w->profile_ = profile;
-  w->module_dir_ = write_modules(how.runtime_dir);
+  w->heartbeat_ = how.heartbeat;
+  w->unresponsive_after_ = how.unresponsive_after;
+  w->max_open_asks_ = how.max_open_asks;
+  module_dir dir = write_modules(how.runtime_dir);
+  w->module_dir_ = dir.path;
   int pair[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0)
     throw protocol::runtime_error(std::string("socketpair: ") + std::strerror(errno));
 
   std::vector<std::string> argv = how.python.argv;
-  argv.insert(argv.end(), {"-B", w->module_dir_ + "/worker_main.py", "--fd", "3", "--agent-root", how.agent_root,
-                           "--hermes-home", how.hermes_home, "--profile", profile});
+  for (auto& a : bootstrap_args(dir, how.safe_path, {"--fd", "3", "--agent-root", how.agent_root, "--hermes-home",
+                                                     how.hermes_home, "--profile", profile}))
+    argv.push_back(std::move(a));
   std::vector<char*> c_argv;
   for (auto& a : argv)
     c_argv.push_back(a.data());
@@ -159,6 +103,9 @@ std::shared_ptr<worker_process> worker_process::start(const launch_options& how,
   if (!w->alive_)
     throw protocol::runtime_error("the agent worker (" + how.python.display() + ") exited before it was ready: " +
                                   w->death_reason_ + " (its stderr is in the daemon's log)");
+  lock.unlock();
+  w->heard();
+  std::thread([w] { w->watch(); }).detach(); // it ends with the process
   return w;
 }
 
@@ -294,12 +241,17 @@ void worker_process::read_loop() {
       if (n <= 0)
         break;
       frames.feed(buffer, static_cast<size_t>(n));
+      heard();
       while (auto body = frames.next())
         handle(decode_from_worker(*body));
     }
   } catch (const frame_error& e) {
     why = std::string("sent a corrupt frame (") + e.what() + ")";
     ::kill(pid_, SIGKILL); // it can no longer be understood
+  } catch (const std::exception& e) {
+    // A frame we could not act on: the worker goes, never the daemon.
+    why = std::string("could not be served (") + e.what() + ")";
+    ::kill(pid_, SIGKILL);
   }
   ::shutdown(fd_, SHUT_RDWR);
   // The socket's end is the process's end, or a moment before it: reap it,
@@ -316,6 +268,8 @@ void worker_process::read_loop() {
   std::string reason = got > 0 ? describe_exit(status) : "lost";
   if (!why.empty())
     reason = why + ", " + reason;
+  if (std::string killed = [&] { std::lock_guard<std::mutex> l(mu_); return kill_reason_; }(); !killed.empty())
+    reason = killed + ", " + reason;
   std::error_code ec;
   std::filesystem::remove_all(module_dir_, ec);
   died(reason);
@@ -330,6 +284,7 @@ void worker_process::died(const std::string& reason) {
     alive_ = false;
     calls.swap(calls_);
     turns.swap(turns_);
+    watch_cv_.notify_all();
   }
   std::string what = "the agent worker for profile " + profile_ + " (pid " + std::to_string(pid_) + ") died: " + reason;
   for (auto& [_, turn] : turns)
@@ -385,8 +340,12 @@ void worker_process::handle(from_worker frame) {
         // Waiting here holds back this worker's frames, and with them its
         // agent threads once the socket is full: the back-pressure an
         // embedded agent gets from its sink.
-        if (turn->sink->backlogged())
+        if (turn->sink->backlogged()) {
+          reader_paused_ = true; // its silence meanwhile is ours
           turn->sink->wait_for_room();
+          reader_paused_ = false;
+          heard();
+        }
       } else if constexpr (std::is_same_v<T, notify>) {
         if (auto turn = find_turn(f.turn))
           turn->sink->gateway_notify(std::move(f.request), f.timeout_s);
@@ -396,19 +355,7 @@ void worker_process::handle(from_worker frame) {
           post(answer{f.turn, f.ask, ""});
           return;
         }
-        // The broker answers when a client does or at the deadline: wait on
-        // a thread of its own, so this reader goes on with other turns.
-        auto self = shared_from_this();
-        std::thread([self, sink = turn->sink, f = std::move(f)]() mutable {
-          std::string text;
-          if (f.kind == "approval")
-            text = sink->ask_approval(std::move(f.request), f.timeout_s);
-          else if (f.kind == "compression")
-            text = sink->ask_compression(std::move(f.request), f.timeout_s);
-          else if (f.kind == "clarify")
-            text = sink->ask_clarify(std::move(f.request), f.timeout_s);
-          self->post(answer{f.turn, f.ask, std::move(text)});
-        }).detach();
+        ask_client(std::move(f), turn->sink);
       } else if constexpr (std::is_same_v<T, turn_end>) {
         std::lock_guard<std::mutex> lock(mu_);
         auto it = turns_.find(f.turn);
@@ -424,6 +371,7 @@ void worker_process::handle(from_worker frame) {
         turns_.erase(it);
         cv_.notify_all();
       }
+      // heartbeat_reply: read_loop() already noted that it answers
     },
     frame);
 }

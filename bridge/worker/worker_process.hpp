@@ -31,7 +31,18 @@ struct launch_options {
   std::string agent_root;  // empty: the adapter searches itself
   std::string hermes_home;
   std::string runtime_dir; // a private 0700 directory for the adapter's sources goes here
+  bool safe_path = false;  // the interpreter has -P (Python 3.11+)
   std::chrono::milliseconds ready_deadline{60'000};
+  // A worker is asked this often whether it still answers (its reading
+  // thread answers, not an agent's) ...
+  std::chrono::milliseconds heartbeat{2'000};
+  // ... and killed when it has said nothing for this long, or has not
+  // answered an interrupt within it: a deadlock, a C call holding the GIL.
+  std::chrono::milliseconds unresponsive_after{10'000};
+  // Questions of one worker waiting for a client at once; more are answered
+  // at once with the fail-closed default (a flood cannot start thousands of
+  // threads in the daemon).
+  size_t max_open_asks = 64;
 };
 
 class worker_process : public std::enable_shared_from_this<worker_process> {
@@ -72,8 +83,20 @@ public:
   // Asks the worker to interrupt its turns and exit; kills it after `grace`.
   void stop(std::chrono::milliseconds grace);
 
+  // It missed a heartbeat: shown in health until it answers or is killed.
+  bool unresponsive() const { return unresponsive_.load(); }
+  std::chrono::milliseconds unresponsive_after() const { return unresponsive_after_; }
+  // SIGKILLs it; its runs end with `why` before the exit status.
+  void kill_unresponsive(const std::string& why);
+
 private:
   worker_process() = default;
+  // worker_liveness.cpp: sends heartbeats and watches for silence, on a
+  // thread of its own that sleeps between beats.
+  void watch();
+  void heard();
+  bool try_post(const to_worker& frame);
+  void ask_client(ask f, std::shared_ptr<turn_sink> sink);
   void read_loop();
   void handle(from_worker frame);
   void died(const std::string& reason);
@@ -97,11 +120,19 @@ private:
   std::atomic<bool> alive_{false};
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> handles_{0};
+  std::chrono::milliseconds heartbeat_{2'000}, unresponsive_after_{10'000};
+  size_t max_open_asks_ = 64;
+  std::atomic<size_t> open_asks_{0};
+  std::atomic<int64_t> last_heard_ns_{0};  // steady clock: the last frame read from it
+  std::atomic<bool> reader_paused_{false}; // our own back-pressure holds its frames back
+  std::atomic<bool> unresponsive_{false};
 
   mutable std::mutex mu_; // everything below
   std::condition_variable cv_;
   bool ready_seen_ = false;
   std::string death_reason_;
+  std::string kill_reason_;               // why the daemon killed it, when it did
+  std::condition_variable watch_cv_;      // the watcher's sleep, woken by its death
   uint64_t next_req_ = 0;
   uint64_t next_turn_ = 0;
   std::map<uint64_t, std::shared_ptr<pending_call>> calls_;

@@ -43,7 +43,17 @@ turn_outcome worker_session::run_turn(const std::shared_ptr<turn_sink>& sink, co
 void worker_session::interrupt(const std::string& message_json) {
   if (!proc_->alive())
     return; // its turn already ended with the worker
-  proc_->call_value(interrupt_turn{0, handle_, message_json}, quick_call);
+  // An interrupt is how a person stops an agent: one the worker does not
+  // answer in time is a hung worker, and killing it is what stops the run.
+  auto grace = proc_->unresponsive_after();
+  reply r = proc_->call(interrupt_turn{0, handle_, message_json}, grace);
+  if (r.ok)
+    return;
+  if (r.error_type == "TimeoutError") {
+    proc_->kill_unresponsive("did not answer an interrupt within " + std::to_string(grace.count() / 1000) + " s");
+    return;
+  }
+  throw protocol::wire_error(r.error_type.empty() ? "RuntimeError" : r.error_type, r.error);
 }
 
 bool worker_session::steer(const std::string& text) {

@@ -21,14 +21,15 @@ std::vector<from_worker> sample_from_worker() {
           ask{1, 3, 9, "approval", R"({"command": "rm -rf /"})", 60.5},
           notify{1, 4, "{}", 3},
           turn_end{1, 5, "complete", std::string("{}"), std::nullopt, std::string("[]"), 0},
-          turn_end{2, 1, "error", std::nullopt, std::string("boom"), std::nullopt, 0}};
+          turn_end{2, 1, "error", std::nullopt, std::string("boom"), std::nullopt, 0},
+          heartbeat_reply{12}};
 }
 
 std::vector<to_worker> sample_to_worker() {
   return {create_session{1, 2, "s1", "work", "m", "p"}, prepare_turn{3, 2}, start_turn{4, 2, R"({"message": "hi"})"},
           interrupt_turn{5, 2, "\"stop\""}, steer_turn{6, 2, "go left"}, release_session{2},
           resolve_gateway{7, "s1", "once", "req-1", "tok-1"}, session_call{8, 2, "title", "{}"}, profile_call{9, "work", "mcp", "{}"},
-          answer{4, 1, "deny"}, committed{4, 10}, shutdown{}};
+          answer{4, 1, "deny"}, committed{4, 10}, shutdown{}, heartbeat{12}};
 }
 
 } // namespace
@@ -130,4 +131,36 @@ TEST_CASE("worker frames: random bytes never crash the reader or decoder", "[wor
   // Damage is told apart from frames that survive it: both happen.
   CHECK(decoded > 0);
   CHECK(refused > 0);
+}
+
+TEST_CASE("worker frames: a frame over the part size goes in parts and arrives whole", "[worker]") {
+  std::string big(size_t{max_part_bytes} * 2 + 5, 'x');
+  std::string wire = encode(from_worker{text{1, 1, big}}) + encode(from_worker{text{1, 2, "next"}});
+  uint32_t first = (uint32_t(uint8_t(wire[0])) << 24) | (uint32_t(uint8_t(wire[1])) << 16) |
+                   (uint32_t(uint8_t(wire[2])) << 8) | uint32_t(uint8_t(wire[3]));
+  REQUIRE((first & more_parts) != 0);
+  REQUIRE((first & ~more_parts) == max_part_bytes);
+  frame_reader r;
+  std::vector<std::string> bodies;
+  for (size_t at = 0; at < wire.size(); at += 1 << 20) { // as a socket hands it over
+    r.feed(wire.data() + at, std::min<size_t>(1 << 20, wire.size() - at));
+    while (auto body = r.next())
+      bodies.push_back(std::move(*body));
+  }
+  REQUIRE(bodies.size() == 2);
+  CHECK(std::get<text>(decode_from_worker(bodies[0])).text == big);
+  CHECK(std::get<text>(decode_from_worker(bodies[1])).text == "next");
+  CHECK(r.buffered() == 0);
+}
+
+TEST_CASE("worker frames: one part may not announce more than the part size", "[worker]") {
+  frame_reader r;
+  uint32_t n = max_part_bytes + 1;
+  const char head[4] = {char(n >> 24), char(n >> 16), char(n >> 8), char(n)};
+  r.feed(head, 4);
+  REQUIRE_THROWS_AS(r.next(), frame_error);
+  frame_reader empty_part;
+  const char more_but_empty[4] = {'\x80', 0, 0, 0};
+  empty_part.feed(more_but_empty, 4);
+  REQUIRE_THROWS_AS(empty_part.next(), frame_error);
 }

@@ -81,3 +81,52 @@ TEST_CASE("a directory others can write to is refused, naming it", "[trust]") {
   REQUIRE(::stat(dir.file("a/b").c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0700);
 }
+
+namespace {
+std::string refused_to_make(const std::string& path) {
+  try {
+    hb::protocol::make_trusted_dir(path, "agent worker directory");
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "";
+}
+} // namespace
+
+TEST_CASE("a directory made below one others can write to is refused, naming that one", "[trust]") {
+  hb::test::temp_dir dir;
+  std::string root = dir.file("hermes-bridge-1000"); // made first by someone else, say
+  REQUIRE(::mkdir(root.c_str(), 0700) == 0);
+  ::chmod(root.c_str(), 0777);
+  std::string message = refused_to_make(root + "/workers");
+  CHECK(message.find("agent worker directory " + root + " is writable by group or others") != std::string::npos);
+  struct stat st {};
+  CHECK(::stat((root + "/workers").c_str(), &st) != 0); // nothing made below it
+  CHECK_THROWS(hb::protocol::require_trusted_path(root + "/workers/x", "agent worker directory"));
+  ::chmod(root.c_str(), 0700);
+  CHECK(refused_to_make(root + "/workers") == "");
+  CHECK_NOTHROW(hb::protocol::require_trusted_path(root + "/workers/not-yet", "agent worker directory"));
+}
+
+TEST_CASE("a symlink on the way is followed and what it points to is checked", "[trust]") {
+  hb::test::temp_dir dir;
+  std::string open_dir = dir.file("open");
+  REQUIRE(::mkdir(open_dir.c_str(), 0700) == 0);
+  ::chmod(open_dir.c_str(), 0777);
+  std::string link = dir.file("hermes-bridge-1000");
+  REQUIRE(::symlink(open_dir.c_str(), link.c_str()) == 0);
+  CHECK(refused_to_make(link + "/workers").find(open_dir + " is writable by group or others") != std::string::npos);
+  ::chmod(open_dir.c_str(), 0700);
+  CHECK(refused_to_make(link + "/workers") == "");
+}
+
+TEST_CASE("a root-owned sticky directory on the way passes", "[trust]") {
+  struct stat st {};
+  REQUIRE(::stat("/tmp", &st) == 0);
+  if (st.st_uid != 0 || !(st.st_mode & S_ISVTX)) {
+    WARN("/tmp is not a root-owned sticky directory here: nothing to check");
+    return;
+  }
+  hb::test::temp_dir dir; // made in /tmp
+  CHECK(refused_to_make(dir.file("a/b")) == "");
+}

@@ -40,7 +40,19 @@ class FrameCodec(unittest.TestCase):
             with self.assertRaises(frames.FrameError):
                 frames.read(io.BytesIO(struct.pack(">I", len(body)) + body))
         with self.assertRaises(frames.FrameError):
-            frames.read(io.BytesIO(struct.pack(">I", frames.MAX_FRAME_BYTES + 1)))
+            frames.read(io.BytesIO(struct.pack(">I", frames.MAX_PART_BYTES + 1)))
+
+    def test_a_frame_over_the_part_size_goes_in_parts_and_arrives_whole(self):
+        text = "x" * (frames.MAX_PART_BYTES * 2 + 17)
+        data = frames.encode("text", {"turn": 1, "seq": 1, "text": text})
+        (first,) = struct.unpack(">I", data[:4])
+        self.assertTrue(first & frames.MORE_PARTS)
+        self.assertEqual(first & ~frames.MORE_PARTS, frames.MAX_PART_BYTES)
+        stream = io.BytesIO(data + frames.encode("text", {"turn": 1, "seq": 2, "text": "next"}))
+        self.assertEqual(frames.read(stream)["text"], text)
+        self.assertEqual(frames.read(stream)["text"], "next")
+        with self.assertRaises(frames.FrameError):  # an announced part that never comes
+            frames.read(io.BytesIO(data[:frames.MAX_PART_BYTES + 4]))
 
     def test_a_lone_surrogate_never_breaks_encoding(self):
         data = frames.encode("text", {"turn": 1, "seq": 1, "text": "bad\ud800"})
@@ -49,6 +61,8 @@ class FrameCodec(unittest.TestCase):
 
 class WorkerProcess(unittest.TestCase):
     """worker_main.py as the daemon starts it: fd 3 is its end of the pair."""
+
+    EXTRA_ENV = {"test_a_flood_of_requests_runs_on_a_bounded_number_of_threads": {"FAKE_AGENT_INIT_DELAY_MS": "400"}}
 
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
@@ -60,6 +74,7 @@ class WorkerProcess(unittest.TestCase):
         self.inbox = ours.makefile("rb")
         env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
         env.pop("FAKE_AGENT_LOG", None)
+        env.update(self.EXTRA_ENV.get(self._testMethodName, {}))
         self.proc = subprocess.Popen(
             [sys.executable, "-B", str(REPO / "bridge" / "python" / "worker_main.py"), "--fd", str(theirs.fileno()),
              "--agent-root", str(REPO / "tests" / "fake_agent"), "--hermes-home", str(home), "--profile", "default"],
@@ -135,6 +150,33 @@ class WorkerProcess(unittest.TestCase):
         self.assertEqual(self.proc.wait(10), 0)
         self.assertLess(time.monotonic() - started, 4)
         self.assertEqual(self.proc.stdout.read(), b"")  # the worker's own stdout stays empty here
+
+    def test_a_heartbeat_is_answered_while_a_turn_holds_its_thread(self):
+        self.read()
+        self.send("create_session", req=1, handle=1, session_id="s", profile="default", model="", provider="")
+        self.assertTrue(self.read()["ok"])
+        self.send("start_turn", turn=1, handle=1, request=json.dumps({"message": "script:hang 4000"}))
+        started = time.monotonic()
+        self.send("heartbeat", beat=5)
+        reply, _ = self.until("heartbeat_reply")
+        self.assertEqual(reply["beat"], 5)
+        self.assertLess(time.monotonic() - started, 2)  # not after the turn's 4 s
+
+    def test_a_flood_of_requests_runs_on_a_bounded_number_of_threads(self):
+        self.read()
+        # Each agent takes 400 ms to build: a thread per request would have
+        # a hundred of them alive at once.
+        for req in range(1, 101):
+            self.send("create_session", req=req, handle=req, session_id=f"s{req}", profile="default", model="",
+                      provider="")
+        most, answered = 0, 0
+        self.sock.settimeout(60)
+        while answered < 100:
+            f = self.read()
+            answered += f["t"] == "reply"
+            status = Path(f"/proc/{self.proc.pid}/status").read_text()
+            most = max(most, int(status.split("Threads:")[1].split()[0]))
+        self.assertLessEqual(most, 24, "threads in the worker while a hundred requests were in flight")
 
 
 if __name__ == "__main__":

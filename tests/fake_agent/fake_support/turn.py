@@ -2,6 +2,7 @@
 
 import json
 import os
+import struct
 import sys
 import threading
 import time
@@ -77,6 +78,8 @@ class Turn:
             # A tool that takes its whole process down (in a worker host, the worker).
             "exit": lambda arg: self._run_tool("terminal", f"exit {arg}", "", body=lambda: os._exit(int(arg or 0))),
             "pid": lambda arg: self._api_call(f"pid={os.getpid()} "),
+            # Code in a worker can write to its socket (fd 3) itself.
+            "rawframe": self._step_rawframe,
         }
 
     def run(self) -> bool:
@@ -309,6 +312,18 @@ class Turn:
         self._sleep(int(arg), check=True)
         steer = self.agent._drain_steer()
         self._api_call(f"steered={steer if steer else '<none>'} ")
+
+    def _step_rawframe(self, arg) -> None:
+        """`rawframe <n> <json>`: <n> frames of that body onto fd 3, in one
+        write, after the worker's own writer has had a moment to send what
+        it queued (so the two do not interleave)."""
+        count, body = split_first(arg)
+        data = body.encode("utf-8")
+        time.sleep(0.2)
+        blob = (struct.pack(">I", len(data)) + data) * int(count)
+        view = memoryview(blob)
+        while view:
+            view = view[os.write(3, view):]
 
     def _step_leak_thread(self, arg) -> None:
         agent = self.agent

@@ -1,0 +1,105 @@
+#include "app/worker_hosting.hpp"
+
+#include "actors/daemon_log.hpp"
+#include "bridge/agent_hosting.hpp"
+#include "bridge/worker/module_dir.hpp"
+#include "bridge/worker/worker_pool.hpp"
+#include "protocol/trust.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <stdexcept>
+
+namespace hb::app {
+
+using actors::log_event;
+using actors::log_level;
+
+void add_worker_flags(CLI::App& serve, worker_flags& flags) {
+  serve.add_option("--workers-per-profile", flags.per_profile,
+                   "worker processes per profile; its sessions are spread over them")
+    ->envname("HERMES_BRIDGE_WORKERS_PER_PROFILE")
+    ->check(CLI::PositiveNumber)
+    ->capture_default_str();
+  serve.add_option("--max-workers", flags.max_workers,
+                   "worker processes in all, over every profile; a chat that needs one more is refused "
+                   "(0: no limit)")
+    ->envname("HERMES_BRIDGE_MAX_WORKERS")
+    ->capture_default_str();
+  serve.add_option("--worker-idle-timeout", flags.idle_timeout_s,
+                   "seconds a worker with no session left keeps running (0: forever)")
+    ->envname("HERMES_BRIDGE_WORKER_IDLE_TIMEOUT")
+    ->check(CLI::NonNegativeNumber)
+    ->capture_default_str();
+  serve.add_option("--worker-max-rss-mb", flags.max_rss_mb,
+                   "a worker using more memory is restarted once no turn runs in it (its sessions "
+                   "resume from the log; 0: no limit)")
+    ->envname("HERMES_BRIDGE_WORKER_MAX_RSS_MB")
+    ->check(CLI::NonNegativeNumber)
+    ->capture_default_str();
+  serve.add_option("--worker-heartbeat-s", flags.heartbeat_s, "seconds between heartbeats to each worker")
+    ->envname("HERMES_BRIDGE_WORKER_HEARTBEAT_S")
+    ->check(CLI::PositiveNumber)
+    ->capture_default_str();
+  serve.add_option("--worker-unresponsive-s", flags.unresponsive_s,
+                   "a worker silent this long (no heartbeat answered) or not answering an interrupt "
+                   "within it is killed; its runs end, its sessions resume in a new one")
+    ->envname("HERMES_BRIDGE_WORKER_UNRESPONSIVE_S")
+    ->check(CLI::PositiveNumber)
+    ->capture_default_str();
+}
+
+std::string default_worker_dir() {
+  if (const char* xdg = std::getenv("XDG_RUNTIME_DIR"); xdg && *xdg)
+    return std::string(xdg) + "/hermes-bridge/workers";
+  const char* tmp = std::getenv("TMPDIR");
+  return std::string(tmp && *tmp ? tmp : "/tmp") + "/hermes-bridge-" + std::to_string(::getuid()) + "/workers";
+}
+
+// Agents in worker processes on the agent's own interpreter. Without one the
+// daemon still serves: chats fail with what was tried, health says so.
+int host_in_workers(const worker_flags& flags, const std::string& home, const bridge::agent_env& env,
+                    actors::daemon_settings& settings) {
+  bridge::worker::pool_options options;
+  options.launch.runtime_dir = default_worker_dir();
+  try {
+    // Before anything is served: the workers import their code from here.
+    protocol::make_trusted_dir(options.launch.runtime_dir, "agent worker directory");
+  } catch (const std::exception& e) {
+    log_event(log_level::error, "daemon.start_failed", e.what());
+    return 1;
+  }
+  auto chosen = bridge::choose_interpreter(env);
+  if (chosen.python) {
+    options.launch.python = *chosen.python;
+    options.launch.safe_path = bridge::worker::version_has_safe_path(chosen.probe.version);
+    log_event(log_level::info, "agent.environment", "",
+              {{"python", chosen.python->display()},
+               {"source", chosen.python->source},
+               {"version", chosen.probe.version},
+               {"agent_root", env.agent_root.value_or("")},
+               {"agent_version", chosen.probe.agent_version}});
+  } else {
+    options.unavailable = chosen.error;
+    log_event(log_level::warn, "agent.unavailable", chosen.error);
+  }
+  options.launch.agent_root = env.agent_root.value_or("");
+  options.launch.hermes_home = home;
+  auto ms = [](double s) { return std::chrono::milliseconds(static_cast<int64_t>(s * 1000)); };
+  options.launch.heartbeat = ms(flags.heartbeat_s);
+  options.launch.unresponsive_after = ms(flags.unresponsive_s);
+  options.per_profile = flags.per_profile;
+  options.max_workers = flags.max_workers;
+  options.idle_timeout = std::chrono::seconds(static_cast<int64_t>(flags.idle_timeout_s));
+  options.max_rss_mb = flags.max_rss_mb;
+  auto pool = std::make_shared<bridge::worker::worker_pool>(options);
+  pool->start_housekeeping();
+  pool->prestart("default"); // most chats name no profile
+  bridge::host_agents_in_workers(pool, chosen.agent_json(), home);
+  settings.agent_root = env.agent_root.value_or("None");
+  return 0;
+}
+
+} // namespace hb::app

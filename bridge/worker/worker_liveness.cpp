@@ -1,0 +1,127 @@
+// Whether a worker is still there, and how it ended. A worker that stops
+// answering (a deadlock, a C call holding the GIL, SIGSTOP) sends nothing
+// and dies of nothing; only asking notices it. A thread per worker sends a
+// heartbeat every `heartbeat` and sleeps in between (the idle daemon stays
+// quiet); any frame read from the worker counts as an answer. Silent past a
+// beat and a half, it shows as unresponsive in health; silent for
+// `unresponsive_after`, it is killed, and its death settles its runs and
+// sessions as any death does (worker_process::died).
+#include "bridge/worker/worker_process.hpp"
+
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include <cerrno>
+#include <cmath>
+
+namespace hb::bridge::worker {
+
+namespace {
+
+using steady = std::chrono::steady_clock;
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(steady::now().time_since_epoch()).count();
+}
+
+std::string seconds_text(std::chrono::milliseconds ms) {
+  double s = ms.count() / 1000.0;
+  if (s == std::floor(s))
+    return std::to_string(static_cast<int64_t>(s)) + " s";
+  std::string t = std::to_string(s);
+  t.erase(t.find_last_not_of('0') + 1);
+  return t + " s";
+}
+
+const char* signal_name(int sig) {
+  switch (sig) {
+  case SIGKILL: return "SIGKILL";
+  case SIGTERM: return "SIGTERM";
+  case SIGSEGV: return "SIGSEGV";
+  case SIGABRT: return "SIGABRT";
+  case SIGINT: return "SIGINT";
+  case SIGBUS: return "SIGBUS";
+  case SIGHUP: return "SIGHUP";
+  case SIGPIPE: return "SIGPIPE";
+  default: return nullptr;
+  }
+}
+
+} // namespace
+
+std::string describe_exit(int status) {
+  if (WIFEXITED(status))
+    return "exit code " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    int sig = WTERMSIG(status);
+    const char* name = signal_name(sig);
+    return "killed by signal " + std::to_string(sig) + (name ? std::string(" (") + name + ")" : "");
+  }
+  return "ended with status " + std::to_string(status);
+}
+
+void worker_process::heard() {
+  last_heard_ns_ = now_ns();
+  unresponsive_ = false;
+}
+
+bool worker_process::try_post(const to_worker& frame) {
+  // Never waits: a worker that does not read must not hold its watcher
+  // (or a writer stuck on its full socket keep the watcher from the kill).
+  std::unique_lock<std::mutex> lock(write_mu_, std::try_to_lock);
+  if (!lock.owns_lock())
+    return false;
+  std::string bytes = encode(frame);
+  ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  if (n > 0 && static_cast<size_t>(n) < bytes.size()) {
+    // Part of a frame went: the rest must follow, or the stream is broken.
+    size_t done = static_cast<size_t>(n);
+    while (done < bytes.size()) {
+      n = ::send(fd_, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        return false;
+      done += static_cast<size_t>(n);
+    }
+  }
+  return n > 0;
+}
+
+void worker_process::kill_unresponsive(const std::string& why) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!alive_)
+      return;
+    if (kill_reason_.empty())
+      kill_reason_ = why;
+  }
+  unresponsive_ = true;
+  ::kill(pid_, SIGKILL); // works on a stopped process too; the reader reaps it
+}
+
+void worker_process::watch() {
+  uint64_t beat = 0;
+  auto silent_for = [&] { return std::chrono::nanoseconds(now_ns() - last_heard_ns_.load()); };
+  std::unique_lock<std::mutex> lock(mu_);
+  while (alive_) {
+    watch_cv_.wait_for(lock, heartbeat_, [&] { return !alive_.load(); });
+    if (!alive_)
+      return;
+    lock.unlock();
+    if (reader_paused_)
+      heard(); // we are not reading it: its silence says nothing
+    auto silent = silent_for();
+    if (silent >= unresponsive_after_) {
+      kill_unresponsive("unresponsive for " + seconds_text(unresponsive_after_));
+    } else {
+      if (silent > heartbeat_ + heartbeat_ / 2)
+        unresponsive_ = true;
+      try_post(heartbeat{++beat});
+    }
+    lock.lock();
+  }
+}
+
+} // namespace hb::bridge::worker
