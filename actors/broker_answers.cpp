@@ -94,10 +94,14 @@ bool over_client_limit(broker_actor* self, handle h, const connection& conn, uin
 // requests already taken (a chat that finishes later) would still come, and
 // a pause would stall the clients that read as much as those that do not.
 // What was refused is not lost: runs are in the log and can be asked again.
+// Small answers (ping, health, errors, most polls) always go out, so clients
+// that do not read can hold up big answers only, for --write-timeout-ms.
+constexpr uint64_t always_sent_answer_bytes = 64u << 10;
+
 bool over_queued_cap(broker_actor* self, const reply_to& to, uint64_t more) {
   auto& st = self->state;
   uint64_t cap = st.settings->max_queued_answer_bytes;
-  if (st.queued_bytes == 0 || st.queued_bytes + more <= cap)
+  if (more <= always_sent_answer_bytes || st.queued_bytes == 0 || st.queued_bytes + more <= cap)
     return false; // one answer alone always goes out
   log_event(log_level::warn, "connection.answer_refused", "answers clients have not read hold too many bytes",
             {{"connection", std::to_string(to.h.id())},

@@ -40,7 +40,8 @@ void add_connection_flags(CLI::App& serve, connection_flags& flags) {
     ->capture_default_str();
   serve.add_option("--max-queued-answer-bytes", flags.max_queued_answer_bytes,
                    "bytes of answers not yet taken by their clients, all connections together; an "
-                   "answer that would pass it is replaced by an error (one answer alone always goes out)")
+                   "answer over 64 KiB that would pass it is replaced by an error (one answer alone, "
+                   "and smaller answers, always go out)")
     ->envname("HERMES_BRIDGE_MAX_QUEUED_ANSWER_BYTES")
     ->check(CLI::PositiveNumber)
     ->capture_default_str();
