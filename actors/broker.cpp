@@ -206,7 +206,7 @@ void health(broker_actor* self, const reply_to& to) {
     int64_t questions = static_cast<int64_t>(st.questions.size());
     int64_t connections = static_cast<int64_t>(st.connections.size());
     int64_t watchers = static_cast<int64_t>(st.watchers.size());
-    int64_t held = static_cast<int64_t>(st.held_bytes);
+    int64_t held = static_cast<int64_t>(st.held_bytes), queued = static_cast<int64_t>(st.queued_bytes);
     std::error_code ec;
     auto bytes = [&](const std::string& path) {
       auto size = std::filesystem::file_size(path, ec);
@@ -234,7 +234,7 @@ void health(broker_actor* self, const reply_to& to) {
                               .integer("pending_questions", questions)
                               .integer("connections", connections)
                               .integer("subscribers", watchers)
-                              .integer("pending_request_bytes", held)
+                              .integer("pending_request_bytes", held).integer("queued_answer_bytes", queued)
                               .integer("log_bytes", log_bytes)
                               .integer("commits", log.commits)
                               .integer("committed_rows", log.rows)
@@ -354,7 +354,7 @@ void handle_line(broker_actor* self, handle h, const std::string& line) {
         conn.one_shot_taken = true;
         return respond(self, to, error_line("PermissionError", "unauthorized"));
       }
-      conn.authenticated = true;
+      authenticate(self, conn);
     }
     req.erase("token"); // never passed on, stored or logged
     // Every request says whether the connection stays: one without

@@ -1,6 +1,6 @@
-// Connections: framing, answers in request order, one-shot versus
-// keepalive connections, a client's EOF, read deadlines, idle keepalive
-// connections, and the write limits of ordinary and streaming connections.
+// Connections, the reading half: framing, one-shot versus keepalive
+// connections, a client's EOF, read deadlines, the line cap before the
+// token, and idle keepalive connections. Answers: broker_answers.cpp.
 #include "actors/broker_state.hpp"
 #include "actors/errors.hpp"
 
@@ -105,38 +105,6 @@ private:
   bool tcp_;
 };
 
-std::string with_id(std::string line, const std::string& id) {
-  if (id.empty())
-    return line;
-  // Every answer opens with {"ok": true or {"ok": false; the id goes next.
-  static const std::string ok_true = "{\"ok\": true", ok_false = "{\"ok\": false";
-  size_t at = line.compare(0, ok_true.size(), ok_true) == 0    ? ok_true.size()
-              : line.compare(0, ok_false.size(), ok_false) == 0 ? ok_false.size()
-                                                                : std::string::npos;
-  if (at != std::string::npos)
-    line.insert(at, ", \"id\": " + id);
-  return line;
-}
-
-void write_line(broker_actor* self, handle h, const std::string& text) {
-  // Grown once to size: a 200 MB answer (a big run's result) appended into
-  // a buffer that doubles held up to three times its size at once.
-  std::vector<char>& buf = self->wr_buf(h);
-  if (buf.capacity() - buf.size() < text.size() + 1) // still doubling for many small lines
-    buf.reserve(std::max(buf.size() + text.size() + 1, 2 * buf.capacity()));
-  buf.insert(buf.end(), text.begin(), text.end());
-  buf.push_back('\n');
-}
-
-void forget_connection(broker_actor* self, handle h) {
-  auto& st = self->state;
-  auto it = st.connections.find(h.id());
-  if (it == st.connections.end())
-    return;
-  st.held_bytes -= it->second.held_bytes;
-  st.connections.erase(it);
-}
-
 // Brings the broker's count of bytes held in unfinished lines up to date
 // with what this connection's reader holds now.
 void recount_held(broker_actor* self, connection& conn) {
@@ -144,25 +112,25 @@ void recount_held(broker_actor* self, connection& conn) {
   conn.held_bytes = conn.reader.buffered();
 }
 
-void close_now(broker_actor* self, handle h) {
-  drop_watchers_of(self, h);
-  forget_connection(self, h);
-  self->close(h); // graceful: what was written is sent before the FIN
+// Until a connection has shown its token (--token-file), its line is cut at
+// pre_token_line_bytes, so a client without the token cannot make the daemon
+// hold and parse a 32 MB line. As soon as the token's text is among the
+// bytes received the cap is --max-line-bytes again: a big first request
+// that carries its token early enough is served as before.
+void widen_line_cap_on_token(broker_actor* self, connection& conn, std::string_view data) {
+  const std::string& token = self->state.settings->token;
+  if (token.empty() || conn.authenticated || conn.token_in_sight)
+    return;
+  std::string window(conn.reader.tail(token.size() - 1)); // the token may straddle two reads
+  window.append(data);
+  if (window.find(token) == std::string::npos)
+    return;
+  conn.token_in_sight = true;
+  conn.reader.set_max_line_bytes(self->state.settings->max_line_bytes);
 }
 
 bool waits_for_a_line(const connection& conn) {
   return conn.reader.buffered() > 0 || (!conn.keepalive && conn.next_request == conn.first_seq);
-}
-
-// Everything asked has been answered and no more will be asked.
-void close_if_done(broker_actor* self, handle h) {
-  auto it = self->state.connections.find(h.id());
-  if (it == self->state.connections.end())
-    return;
-  const connection& conn = it->second;
-  if (!conn.streaming && conn.next_answer == conn.next_request &&
-      (conn.peer_done || (!conn.keepalive && conn.one_shot_taken)))
-    close_now(self, h);
 }
 
 // The client sent EOF. Like the seed, what it sent without a final newline
@@ -175,6 +143,8 @@ void on_peer_done(broker_actor* self, handle h) {
     return;
   auto& conn = it->second;
   conn.peer_done = true;
+  if (conn.closing)
+    return; // it may still read what it was sent: closed once that has drained
   if (!conn.streaming && !conn.one_shot_taken && !conn.reader.overflowed()) {
     std::string rest = conn.reader.take_rest();
     recount_held(self, conn);
@@ -187,28 +157,6 @@ void on_peer_done(broker_actor* self, handle h) {
   if (it->second.streaming)
     return close_now(self, h);
   close_if_done(self, h);
-}
-
-// A client that asks and does not read (pipelined requests, never a recv)
-// would make the daemon hold every answer. Past --client-buffer-bytes
-// waiting for it, the connection is cut: what it holds is dropped, not
-// sent, since nobody is reading it.
-bool over_client_limit(broker_actor* self, handle h, const connection& conn, uint64_t more) {
-  uint64_t waiting = self->wr_buf(h).size() + conn.ready_bytes;
-  uint64_t limit = self->state.settings->client_buffer_bytes;
-  if (waiting == 0 || waiting + more <= limit)
-    return false; // one answer larger than the limit still goes out whole
-  log_event(log_level::warn, "connection.cut_off", "a client stopped reading its answers",
-            {{"connection", std::to_string(h.id())},
-             {"waiting_bytes", std::to_string(waiting)},
-             {"next_answer_bytes", std::to_string(more)},
-             {"limit", std::to_string(limit) + " (--client-buffer-bytes)"}});
-  std::vector<char>().swap(self->wr_buf(h)); // not yet handed to the socket: gone
-  // What the socket already holds would keep its memory until the client
-  // reads or leaves; shutting the socket down fails that write at once.
-  ::shutdown(static_cast<int>(h.id()), SHUT_RDWR);
-  close_now(self, h);
-  return true;
 }
 
 } // namespace
@@ -232,14 +180,17 @@ void on_new_connection(broker_actor* self, handle h) {
   if (st.connections.size() >= st.settings->max_connections) {
     // Refused at once and clearly, so a flood of connections cannot starve
     // the clients already being served.
-    write_line(self, h, error_line("RuntimeError", "too many connections (--max-connections " +
-                                                     std::to_string(st.settings->max_connections) +
-                                                     "); try again later"));
+    append_line(self->wr_buf(h), error_line("RuntimeError", "too many connections (--max-connections " +
+                                                              std::to_string(st.settings->max_connections) +
+                                                              "); try again later"));
     self->flush(h);
     self->close(h);
     return;
   }
-  st.connections.emplace(h.id(), connection(st.settings->max_line_bytes, ++st.next_serial));
+  size_t max_line = st.settings->token.empty() ? st.settings->max_line_bytes
+                                               : std::min(st.settings->max_line_bytes, pre_token_line_bytes);
+  st.connections.emplace(h.id(), connection(max_line, ++st.next_serial));
+  self->ack_writes(h, true); // data_transferred_msg: what CAF still holds for the client (broker_answers.cpp)
   arm_sweep(self);
   self->configure_read(h, caf::io::receive_policy::at_most(8192)); // requests are small; big ones come in pieces
 }
@@ -273,7 +224,7 @@ void on_data(broker_actor* self, const caf::io::new_data_msg& msg) {
   auto it = conns.find(msg.handle.id());
   if (it != conns.end() && msg.buf.empty())
     return on_peer_done(self, msg.handle); // see half_close_scribe
-  if (it == conns.end() || it->second.one_shot_taken || it->second.streaming)
+  if (it == conns.end() || it->second.one_shot_taken || it->second.streaming || it->second.closing)
     return; // like the seed: bytes after a one-shot request are ignored
   auto now = std::chrono::steady_clock::now();
   std::string_view data(msg.buf.data(), msg.buf.size());
@@ -282,6 +233,7 @@ void on_data(broker_actor* self, const caf::io::new_data_msg& msg) {
   it->second.last_activity = now;
   bool had_partial = it->second.reader.buffered() > 0;
   bool took_line = false;
+  widen_line_cap_on_token(self, it->second, data);
   it->second.reader.feed(data);
   // Whatever the lines below do, the count of held bytes follows the reader
   // (and a connection that takes no more lines holds none).
@@ -299,7 +251,7 @@ void on_data(broker_actor* self, const caf::io::new_data_msg& msg) {
   } recount{self, msg.handle};
   for (;;) {
     it = conns.find(msg.handle.id()); // answering may have closed it
-    if (it == conns.end() || it->second.one_shot_taken || it->second.streaming)
+    if (it == conns.end() || it->second.one_shot_taken || it->second.streaming || it->second.closing)
       return;
     auto& conn = it->second;
     auto line = conn.reader.next_line();
@@ -307,6 +259,11 @@ void on_data(broker_actor* self, const caf::io::new_data_msg& msg) {
       // The rest of the stream has no trustworthy line boundary: answer, close.
       conn.keepalive = false;
       conn.one_shot_taken = true;
+      if (!self->state.settings->token.empty() && !conn.authenticated && !conn.token_in_sight)
+        return respond(self, reply_to{msg.handle, conn.next_request++, ""},
+                       error_line("PermissionError", "unauthorized (a connection's first request must show the "
+                                                     "token within its first " +
+                                                       std::to_string(pre_token_line_bytes) + " bytes)"));
       return respond_error(self, reply_to{msg.handle, conn.next_request++, ""},
                            protocol::value_error("request line exceeds " +
                                                  std::to_string(conn.reader.max_line_bytes()) +
@@ -324,123 +281,19 @@ void on_data(broker_actor* self, const caf::io::new_data_msg& msg) {
   }
 }
 
+void authenticate(broker_actor* self, connection& conn) {
+  conn.authenticated = true;
+  conn.reader.set_max_line_bytes(self->state.settings->max_line_bytes);
+}
+
 void on_connection_closed(broker_actor* self, handle h) {
   drop_watchers_of(self, h);
   forget_connection(self, h);
 }
 
-void respond(broker_actor* self, const reply_to& to, std::string line) {
-  auto it = self->state.connections.find(to.h.id());
-  if (it == self->state.connections.end() || !it->second.owns(to.seq))
-    return; // the client left before its answer was ready
-  auto& conn = it->second;
-  std::string text = with_id(std::move(line), to.id);
-  // Subscriptions have their own limit (push_line).
-  if (!conn.streaming && over_client_limit(self, to.h, conn, text.size() + 1))
-    return;
-  if (conn.ready.empty() && to.seq == conn.next_answer) {
-    write_line(self, to.h, text); // the usual case: nothing earlier is missing
-    ++conn.next_answer;
-  } else {
-    auto& slot = conn.ready[to.seq]; // a subscription may queue several lines here
-    conn.ready_bytes += text.size() + 1; // its text and a newline
-    if (slot.empty()) {
-      slot = std::move(text);
-    } else {
-      slot += '\n';
-      slot += text;
-    }
-    while (!conn.ready.empty() && conn.ready.begin()->first == conn.next_answer) {
-      auto first = conn.ready.begin();
-      conn.ready_bytes -= std::min<uint64_t>(conn.ready_bytes, first->second.size() + 1);
-      write_line(self, to.h, first->second);
-      conn.ready.erase(first);
-      ++conn.next_answer;
-    }
-  }
-  self->flush(to.h);
-  conn.last_activity = std::chrono::steady_clock::now();
-  close_if_done(self, to.h);
-}
-
-void respond_error(broker_actor* self, const reply_to& to, const protocol::wire_error& e) {
-  respond(self, to, error_line(e));
-}
-
-void respond_failure(broker_actor* self, const reply_to& to, const caf::error& err) {
-  respond(self, to, actors::error_line(err));
-}
-
-void cut_off(broker_actor* self, const watcher& w, const std::string& why) {
-  std::string last = protocol::object_writer{}
-                       .boolean("ok", false)
-                       .str("error", "subscription ended: " + why + "; subscribe again with these cursors")
-                       .str("error_type", "SlowReader")
-                       .str("run_id", w.run_id)
-                       .integer("cursor", w.cursor)
-                       .integer("event_cursor", w.event_cursor)
-                       .finish();
-  handle h = w.to.h;
-  write_line(self, h, with_id(last, w.to.id));
-  self->flush(h);
-  close_now(self, h); // drops the watcher too
-}
-
-bool push_line(broker_actor* self, const reply_to& to, const std::string& line, const watcher& w) {
-  auto it = self->state.connections.find(to.h.id());
-  if (it == self->state.connections.end() || !it->second.owns(to.seq))
-    return false;
-  auto& conn = it->second;
-  uint64_t limit = self->state.settings->subscriber_buffer_bytes;
-  if (conn.unsent_bytes > 0 && conn.unsent_bytes + line.size() + 1 > limit) {
-    // A client that stops reading must not make the daemon buffer without
-    // bound: with a backlog already waiting, a line that would take it past
-    // the limit ends the stream instead, telling the client where to resume.
-    // (Lines are only sent on a drained connection, except a run's last one,
-    // so a reader that keeps reading, however slowly, is never cut off.)
-    cut_off(self, w, "the client stopped reading (" + std::to_string(conn.unsent_bytes) +
-                       " bytes unsent, --subscriber-buffer-bytes " + std::to_string(limit) + ")");
-    return false;
-  }
-  conn.unsent_bytes += line.size() + 1;
-  if (conn.next_answer > to.seq) {
-    write_line(self, to.h, with_id(line, to.id));
-    self->flush(to.h);
-  } else {
-    respond(self, to, line); // behind earlier answers on this connection
-  }
-  return true;
-}
-
-void begin_stream(broker_actor* self, handle h) {
-  auto it = self->state.connections.find(h.id());
-  if (it == self->state.connections.end() || it->second.streaming)
-    return;
-  it->second.streaming = true;      // no more requests on this connection
-  self->ack_writes(h, true);        // data_transferred_msg: how far behind the client is
-}
-
-void end_stream(broker_actor* self, handle h) {
-  if (self->state.connections.count(h.id()))
-    close_now(self, h);
-}
-
-void on_transferred(broker_actor* self, const caf::io::data_transferred_msg& msg) {
-  auto it = self->state.connections.find(msg.handle.id());
-  if (it == self->state.connections.end())
-    return;
-  it->second.unsent_bytes = msg.remaining;
-  if (msg.remaining == 0)
-    on_drained(self, msg.handle);
-}
-
-uint64_t unsent_bytes(broker_actor* self, handle h) {
-  auto it = self->state.connections.find(h.id());
-  return it == self->state.connections.end() ? 0 : it->second.unsent_bytes;
-}
-
 std::chrono::milliseconds sweep_period(const daemon_settings& settings) {
-  return std::clamp(std::min({settings.read_timeout, settings.keepalive_idle, settings.subscriber_stall}) / 4,
+  return std::clamp(std::min({settings.read_timeout, settings.keepalive_idle, settings.subscriber_stall,
+                              settings.write_timeout}) / 4,
                     std::chrono::milliseconds(10), std::chrono::milliseconds(1000));
 }
 
@@ -459,7 +312,7 @@ void sweep_connections(broker_actor* self) {
   auto now = std::chrono::steady_clock::now();
   std::vector<int64_t> late, idle;
   for (auto& [id, conn] : st.connections) {
-    if (conn.streaming || conn.one_shot_taken || conn.peer_done)
+    if (conn.streaming || conn.one_shot_taken || conn.peer_done || conn.closing)
       continue;
     if (waits_for_a_line(conn)) {
       if (now - conn.line_started >= st.settings->read_timeout)
@@ -481,6 +334,7 @@ void sweep_connections(broker_actor* self) {
   }
   for (int64_t id : idle)
     close_now(self, handle::from_int(id));
+  cut_stalled_writers(self, now);
   // A subscriber whose news has waited this long for it to read is cut off,
   // whatever it holds: the daemon does not keep state for clients that left
   // without closing.

@@ -53,13 +53,16 @@ struct connection {
   bool one_shot_taken = false; // without keepalive: one request, later bytes ignored
   bool streaming = false;  // a subscription owns the connection
   bool authenticated = false; // --token-file: a request carried the token
+  bool token_in_sight = false; // the token's text has arrived: lines may be --max-line-bytes long
   bool peer_done = false;  // the client sent EOF: answer what was asked, then close
+  bool closing = false;    // done with, but CAF still holds answers for it: closed once drained
   uint64_t first_seq;
   uint64_t next_request;
   uint64_t next_answer;
   std::map<uint64_t, std::string> ready; // answers waiting for earlier ones
   uint64_t ready_bytes = 0;              // their size
-  uint64_t unsent_bytes = 0;             // streaming: written but not yet sent
+  uint64_t unsent_bytes = 0;             // written, not yet handed to the socket (CAF's acks)
+  steady_time write_progress{};          // when the client last took some (--write-timeout-ms)
   bool owns(uint64_t seq) const { return seq >> serial_shift == first_seq >> serial_shift; }
 };
 
@@ -94,6 +97,7 @@ struct broker_state {
   question_table questions;
   std::unordered_map<int64_t, connection> connections;
   uint64_t held_bytes = 0; // in unfinished lines, all connections (--max-pending-bytes)
+  uint64_t queued_bytes = 0; // answers not yet handed to sockets, all connections (--max-queued-answer-bytes)
   uint64_t next_serial = 0; // see connection::first_seq
   std::unordered_map<uint64_t, watcher> watchers;
   uint64_t next_watcher = 0;
@@ -106,6 +110,9 @@ struct broker_state {
 };
 
 using broker_actor = caf::stateful_actor<broker_state, caf::io::broker>;
+
+// Before a connection has shown its --token-file token, the longest line it may send.
+constexpr size_t pre_token_line_bytes = 64u << 10;
 
 // -- broker_connections.cpp ----------------------------------------------------
 // Listens on `listen_fd` with connections that keep answering after the
@@ -123,6 +130,10 @@ std::chrono::milliseconds sweep_period(const daemon_settings& settings);
 // them and the next connection starts it again: an idle daemon does not wake
 // every period for nobody.
 void arm_sweep(broker_actor* self);
+// The connection's first request carried the token: it may send lines up to --max-line-bytes.
+void authenticate(broker_actor* self, connection& conn);
+
+// -- broker_answers.cpp ----------------------------------------------------------
 // Writes the answer in request order (keepalive), or answers and closes.
 void respond(broker_actor* self, const reply_to& to, std::string line);
 void respond_error(broker_actor* self, const reply_to& to, const protocol::wire_error& e);
@@ -135,6 +146,15 @@ bool push_line(broker_actor* self, const reply_to& to, const std::string& line,
 void cut_off(broker_actor* self, const watcher& w, const std::string& why);
 void begin_stream(broker_actor* self, handle h);
 void end_stream(broker_actor* self, handle h);
+void append_line(std::vector<char>& buf, const std::string& text);
+void forget_connection(broker_actor* self, handle h);
+// Done with the connection: closed at once when its answers have left,
+// else once they have (or cut when its client stops taking them).
+void close_now(broker_actor* self, handle h);
+// Closes it when everything asked has been answered and no more will be asked.
+void close_if_done(broker_actor* self, handle h);
+// Cuts connections whose clients took nothing of their answers for --write-timeout-ms.
+void cut_stalled_writers(broker_actor* self, steady_time now);
 
 // -- broker_questions.cpp ------------------------------------------------------
 void emit(broker_actor* self, const std::string& run_id, const protocol::json& event);

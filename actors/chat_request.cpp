@@ -1,6 +1,7 @@
 #include "actors/chat_request.hpp"
 
 #include "bridge/tmux/tui_command.hpp"
+#include "protocol/json_check.hpp"
 #include "protocol/json_text.hpp"
 #include "protocol/names.hpp"
 #include "protocol/request.hpp"
@@ -49,7 +50,7 @@ chat_request read_chat(const std::string& request_line, const std::string& harne
   chat_plan& plan = out.plan;
   plan.wait = protocol::field_truthy(req, "wait");
   if (plan.wait)
-    plan.timeout = protocol::field_float(req, "timeout");
+    plan.timeout = protocol::clamp_timeout_s(protocol::field_float(req, "timeout")); // "inf", "nan", -1, 1e300
   plan.replay = protocol::py_strip(protocol::field_str(req, "replay"));
   // Kept with the run so a crash mid-turn cannot take the turn out of the history.
   if (plan.replay.empty()) {

@@ -5,6 +5,7 @@
 #include "actors/run_output.hpp"
 #include "actors/vocabulary.hpp"
 #include "bridge/agent_host.hpp"
+#include "protocol/json_check.hpp"
 #include "protocol/json_text.hpp"
 #include "storage/log_reader.hpp"
 
@@ -22,8 +23,10 @@ namespace {
 // asking thread gives up on the broker (which answers at the deadline).
 constexpr std::chrono::seconds broker_grace{30};
 
+// An agent's timeout (NaN, negative or 1e300 included) as a duration that
+// cannot overflow.
 std::chrono::milliseconds millis(double seconds) {
-  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+  return std::chrono::milliseconds(static_cast<int64_t>(protocol::clamp_timeout_s(seconds) * 1000));
 }
 
 class actor_sink final : public bridge::turn_sink {
@@ -39,7 +42,8 @@ public:
 
   void event(std::string json) override {
     if (!closed_.load(std::memory_order_relaxed))
-      send_run_output(writer_, run_id_, output_.get(), true, std::move(json), now_seconds());
+      send_run_output(writer_, run_id_, output_.get(), true, protocol::checked_event_json(std::move(json)),
+                      now_seconds());
   }
 
   bool backlogged() const override { return writer_backlogged(); }
@@ -112,7 +116,7 @@ void finish(caf::blocking_actor* self, const run_spec& spec, bridge::turn_outcom
   bool has_error = out.error.has_value();
   self
     ->request(spec.writer, caf::infinite, close_run_atom::value, spec.run_id, out.status,
-              std::move(out.result), has_error, std::move(out.error).value_or(std::string()), now_seconds())
+              protocol::checked_json_value(std::move(out.result)), has_error, std::move(out.error).value_or(std::string()), now_seconds())
     .receive([](bool) {}, [](caf::error&) {});
   self->send(spec.session, run_finished{spec.run_id});
 }

@@ -72,6 +72,8 @@ struct daemon_settings {
   uint64_t subscriber_buffer_bytes = 8u << 20;
   std::chrono::milliseconds subscriber_stall{30'000};
   uint64_t client_buffer_bytes = 64u << 20; // answers waiting for a client that does not read
+  uint64_t max_queued_answer_bytes = 512u << 20; // answers not yet taken, all connections together
+  std::chrono::milliseconds write_timeout{30'000}; // a waiting answer none of which is taken: cut
   std::chrono::seconds idle_timeout{30 * 60};
   std::chrono::seconds gc_interval{60};
   std::chrono::seconds drain_timeout{5};

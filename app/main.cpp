@@ -5,6 +5,7 @@
 #include "actors/vocabulary.hpp"
 #include "app/access.hpp"
 #include "app/commands.hpp"
+#include "app/connection_flags.hpp"
 #include "app/native_flags.hpp"
 #include "app/open_files.hpp"
 #include "app/worker_hosting.hpp"
@@ -80,20 +81,15 @@ struct serve_flags {
   std::string log_level = "info";
   int64_t idle_timeout_s = 30 * 60;
   int64_t gc_interval_s = 60;
-  int64_t read_timeout_ms = 30'000;
-  size_t max_line_bytes = 64u << 20;
   bool skip_integrity_check = false;
   uint64_t integrity_check_max_mb = 256;
-  int64_t keepalive_idle_ms = 300'000;
-  uint64_t subscriber_buffer_bytes = 8u << 20;
   uint64_t finished_cache_mb = 32;
-  int64_t subscriber_stall_ms = 30'000;
-  uint64_t client_buffer_bytes = 64u << 20;
   double retain_days = 30;
   int64_t retain_mb = 4096;
   double prune_interval_s = 60;
   std::string harness = "embedded";
   hb::app::native_flags native;
+  hb::app::connection_flags connections;
 };
 
 using hb::actors::log_event;
@@ -261,15 +257,10 @@ int run_serve(const serve_flags& flags, int ready_fd) {
   settings.max_sessions = flags.max_sessions;
   if (endpoint.type == hb::protocol::endpoint::kind::ipc && !activated)
     settings.socket_path = endpoint.path; // unlinked on stop (systemd owns an inherited one)
-  settings.max_line_bytes = flags.max_line_bytes;
-  settings.read_timeout = std::chrono::milliseconds(flags.read_timeout_ms);
   settings.idle_timeout = std::chrono::seconds(flags.idle_timeout_s);
   settings.gc_interval = std::chrono::seconds(flags.gc_interval_s);
-  settings.keepalive_idle = std::chrono::milliseconds(flags.keepalive_idle_ms);
-  settings.subscriber_buffer_bytes = flags.subscriber_buffer_bytes;
   settings.finished_cache_bytes = flags.finished_cache_mb << 20;
-  settings.subscriber_stall = std::chrono::milliseconds(flags.subscriber_stall_ms);
-  settings.client_buffer_bytes = flags.client_buffer_bytes;
+  hb::app::apply_connection_flags(flags.connections, settings);
   settings.retain_days = flags.retain_days;
   settings.retain_mb = flags.retain_mb;
   settings.prune_interval = std::chrono::milliseconds(static_cast<int64_t>(flags.prune_interval_s * 1000));
@@ -382,44 +373,12 @@ int main(int argc, char** argv) {
     ->envname("HERMES_BRIDGE_GC_INTERVAL")
     ->check(CLI::PositiveNumber)
     ->capture_default_str();
-  serve->add_option("--read-timeout-ms", flags.read_timeout_ms,
-                    "deadline for a whole request line, from its first byte (or from connecting): a "
-                    "connection that has not completed it by then gets an error, however it trickles in")
-    ->envname("HERMES_BRIDGE_READ_TIMEOUT_MS")
-    ->check(CLI::PositiveNumber)
-    ->capture_default_str();
-  serve->add_option("--keepalive-idle-ms", flags.keepalive_idle_ms,
-                    "a keepalive connection with nothing in flight is closed after this long")
-    ->envname("HERMES_BRIDGE_KEEPALIVE_IDLE_MS")
-    ->check(CLI::PositiveNumber)
-    ->capture_default_str();
   serve->add_option("--finished-cache-mb", flags.finished_cache_mb,
                     "finished runs kept in memory to answer reads without the log (0: none; a run "
                     "over half of it is never kept)")
     ->envname("HERMES_BRIDGE_FINISHED_CACHE_MB")
     ->capture_default_str();
-  serve->add_option("--subscriber-buffer-bytes", flags.subscriber_buffer_bytes,
-                    "a subscriber this far behind (bytes written, not yet read) is cut off with "
-                    "the cursors to resume from")
-    ->envname("HERMES_BRIDGE_SUBSCRIBER_BUFFER_BYTES")
-    ->check(CLI::PositiveNumber)
-    ->capture_default_str();
-  serve->add_option("--subscriber-stall-ms", flags.subscriber_stall_ms,
-                    "a subscriber that has not read what it was sent for this long is cut off with "
-                    "the cursors to resume from")
-    ->envname("HERMES_BRIDGE_SUBSCRIBER_STALL_MS")
-    ->check(CLI::PositiveNumber)
-    ->capture_default_str();
-  serve->add_option("--client-buffer-bytes", flags.client_buffer_bytes,
-                    "a connection with this many bytes of answers waiting for its client to read "
-                    "them is closed (one larger answer still goes out whole)")
-    ->envname("HERMES_BRIDGE_CLIENT_BUFFER_BYTES")
-    ->check(CLI::PositiveNumber)
-    ->capture_default_str();
-  serve->add_option("--max-line-bytes", flags.max_line_bytes, "longest request line accepted")
-    ->envname("HERMES_BRIDGE_MAX_LINE_BYTES")
-    ->check(CLI::PositiveNumber)
-    ->capture_default_str();
+  hb::app::add_connection_flags(*serve, flags.connections);
   serve->add_option("--retain-days", flags.retain_days,
                     "finished runs older than this lose their deltas and events (0: keep forever); "
                     "each session's latest run is always kept")

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
 
 namespace hb::protocol {
 
@@ -143,12 +144,10 @@ void append_double(std::string& out, double value) {
   out += exp_buf;
 }
 
-void dump_to(std::string& out, const json& v) {
+namespace {
+
+void dump_scalar(std::string& out, const json& v) {
   switch (v.type()) {
-    case json::value_t::null:
-    case json::value_t::discarded:
-      out += "null";
-      break;
     case json::value_t::boolean:
       out += v.get<bool>() ? "true" : "false";
       break;
@@ -164,152 +163,55 @@ void dump_to(std::string& out, const json& v) {
     case json::value_t::string:
       append_quoted(out, v.get_ref<const std::string&>());
       break;
-    case json::value_t::array: {
-      out += '[';
-      bool first = true;
-      for (const auto& item : v) {
-        if (!first)
-          out += ", ";
-        first = false;
-        dump_to(out, item);
-      }
-      out += ']';
-      break;
-    }
-    case json::value_t::object: {
-      out += '{';
-      bool first = true;
-      for (auto it = v.begin(); it != v.end(); ++it) {
-        if (!first)
-          out += ", ";
-        first = false;
-        append_quoted(out, it.key());
-        out += ": ";
-        dump_to(out, it.value());
-      }
-      out += '}';
-      break;
-    }
-    case json::value_t::binary:
+    default: // null, discarded, binary
       out += "null";
       break;
+  }
+}
+
+} // namespace
+
+// With a stack of its own rather than recursion: however deep a value nests,
+// writing it cannot overflow the thread's stack.
+void dump_to(std::string& out, const json& root) {
+  struct level {
+    const json* container;
+    json::const_iterator next;
+  };
+  std::vector<level> open;
+  const json* value = &root;
+  for (;;) {
+    if (value) {
+      if (value->is_array() || value->is_object()) {
+        out += value->is_array() ? '[' : '{';
+        open.push_back({value, value->cbegin()});
+      } else {
+        dump_scalar(out, *value);
+      }
+      value = nullptr;
+    }
+    if (open.empty())
+      return;
+    level& top = open.back();
+    if (top.next == top.container->cend()) {
+      out += top.container->is_array() ? ']' : '}';
+      open.pop_back();
+      continue;
+    }
+    if (top.next != top.container->cbegin())
+      out += ", ";
+    if (top.container->is_object()) {
+      append_quoted(out, top.next.key());
+      out += ": ";
+    }
+    value = &*top.next;
+    ++top.next;
   }
 }
 
 std::string dumps(const json& value) {
   std::string out;
   dump_to(out, value);
-  return out;
-}
-
-bool py_truthy(const json& v) {
-  switch (v.type()) {
-    case json::value_t::null: return false;
-    case json::value_t::boolean: return v.get<bool>();
-    case json::value_t::number_integer: return v.get<int64_t>() != 0;
-    case json::value_t::number_unsigned: return v.get<uint64_t>() != 0;
-    case json::value_t::number_float: return v.get<double>() != 0.0;
-    case json::value_t::string: return !v.get_ref<const std::string&>().empty();
-    case json::value_t::array:
-    case json::value_t::object: return !v.empty();
-    default: return false;
-  }
-}
-
-std::string py_repr_string(std::string_view s) {
-  // Python prefers single quotes and switches to double quotes only when the
-  // text holds a single quote and no double quote.
-  bool has_single = s.find('\'') != std::string_view::npos;
-  bool has_double = s.find('"') != std::string_view::npos;
-  char quote = (has_single && !has_double) ? '"' : '\'';
-  std::string out(1, quote);
-  for (char ch : s) {
-    auto c = static_cast<unsigned char>(ch);
-    if (ch == quote || ch == '\\') {
-      out += '\\';
-      out += ch;
-    } else if (ch == '\n') {
-      out += "\\n";
-    } else if (ch == '\r') {
-      out += "\\r";
-    } else if (ch == '\t') {
-      out += "\\t";
-    } else if (c < 0x20 || c == 0x7F) {
-      out += "\\x";
-      out += hex[(c >> 4) & 0xF];
-      out += hex[c & 0xF];
-    } else {
-      out += ch;
-    }
-  }
-  out += quote;
-  return out;
-}
-
-std::string py_repr(const json& v) {
-  switch (v.type()) {
-    case json::value_t::null: return "None";
-    case json::value_t::boolean: return v.get<bool>() ? "True" : "False";
-    case json::value_t::string: return py_repr_string(v.get_ref<const std::string&>());
-    case json::value_t::array: {
-      std::string out = "[";
-      bool first = true;
-      for (const auto& item : v) {
-        if (!first)
-          out += ", ";
-        first = false;
-        out += py_repr(item);
-      }
-      return out + "]";
-    }
-    case json::value_t::object: {
-      std::string out = "{";
-      bool first = true;
-      for (auto it = v.begin(); it != v.end(); ++it) {
-        if (!first)
-          out += ", ";
-        first = false;
-        out += py_repr_string(it.key()) + ": " + py_repr(it.value());
-      }
-      return out + "}";
-    }
-    case json::value_t::number_float: {
-      double d = v.get<double>();
-      if (std::isnan(d))
-        return "nan";
-      if (std::isinf(d))
-        return d > 0 ? "inf" : "-inf";
-      std::string out;
-      append_double(out, d);
-      return out;
-    }
-    default: return dumps(v);
-  }
-}
-
-std::string py_str(const json& v) {
-  if (v.is_string())
-    return v.get<std::string>();
-  return py_repr(v);
-}
-
-std::string py_strip(std::string_view text) {
-  auto is_space = [](unsigned char c) {
-    return c == ' ' || (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x1F);
-  };
-  size_t b = 0, e = text.size();
-  while (b < e && is_space(static_cast<unsigned char>(text[b])))
-    ++b;
-  while (e > b && is_space(static_cast<unsigned char>(text[e - 1])))
-    --e;
-  return std::string(text.substr(b, e - b));
-}
-
-std::string py_lower(std::string_view text) {
-  std::string out(text);
-  for (auto& c : out)
-    if (c >= 'A' && c <= 'Z')
-      c = static_cast<char>(c - 'A' + 'a');
   return out;
 }
 

@@ -1,5 +1,7 @@
 #include "protocol/line_reader.hpp"
 
+#include <algorithm>
+
 namespace hb::protocol {
 
 bool line_reader::feed(std::string_view bytes) {
@@ -36,6 +38,12 @@ std::optional<std::string> line_reader::next_line() {
     start_ = scanned_ = 0;
   }
   return line;
+}
+
+std::string_view line_reader::tail(size_t n) const {
+  std::string_view held(buf_);
+  held.remove_prefix(start_);
+  return held.substr(held.size() - std::min(n, held.size()));
 }
 
 std::string line_reader::take_rest() {

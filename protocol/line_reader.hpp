@@ -20,6 +20,12 @@ public:
   // At EOF: whatever was sent without a final newline.
   std::string take_rest();
 
+  // The cap may change between feeds (raised once a client has shown its
+  // token); it applies from the next feed on.
+  void set_max_line_bytes(size_t max_line_bytes) { max_ = max_line_bytes; }
+  // The last `n` (or fewer) bytes buffered and not yet taken as lines.
+  std::string_view tail(size_t n) const;
+
   bool overflowed() const { return overflowed_; }
   size_t buffered() const { return buf_.size() - start_; }
   size_t max_line_bytes() const { return max_; }

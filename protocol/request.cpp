@@ -1,5 +1,7 @@
 #include "protocol/request.hpp"
 
+#include "protocol/json_check.hpp"
+
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -205,6 +207,11 @@ json decode_request(std::string_view line) {
                   static_cast<unsigned char>(trimmed[pos]), pos, reason);
     throw wire_error("UnicodeDecodeError", msg);
   }
+  // Before parsing: a line of 100,000 brackets is small, but every
+  // recursive walk of what it parses to would run off the stack.
+  if (nests_deeper_than(trimmed, max_request_depth))
+    throw value_error("request nests arrays and objects deeper than " + std::to_string(max_request_depth) +
+                      " levels");
   std::string text = replace_lone_surrogate_escapes(trimmed);
   json parsed;
   try {

@@ -14,7 +14,8 @@
 namespace hb::protocol {
 
 // Throws wire_error: RuntimeError "empty request", UnicodeDecodeError,
-// JSONDecodeError, ValueError for JSON that is not an object.
+// JSONDecodeError, ValueError for JSON that is not an object or that nests
+// deeper than max_request_depth (json_check.hpp).
 json decode_request(std::string_view line);
 
 // Escaped lone UTF-16 surrogates (\ud800 without its partner) become \ufffd,

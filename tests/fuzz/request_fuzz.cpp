@@ -1,7 +1,11 @@
 // libFuzzer target: arbitrary bytes through the request path's pure part:
 // framing, decoding, every field coercion the dispatcher applies, and the
-// answer encoders. Anything but a wire_error escaping is a crash to report
-// (an uncaught exception here would kill the daemon's broker).
+// answer encoders, and the checks agent JSON passes on its way into the log.
+// Anything but a wire_error escaping is a crash to report (an uncaught
+// exception here would kill the daemon's broker), and so is a stack overflow:
+// inputs may be long (scripts/fuzz raises -max_len) and nest deeply (the
+// corpus has 100,000-level seeds), which the old 4 KiB cap never let through.
+#include "protocol/json_check.hpp"
 #include "protocol/json_text.hpp"
 #include "protocol/line_reader.hpp"
 #include "protocol/request.hpp"
@@ -38,13 +42,17 @@ void exercise(const std::string& line) {
   }
   (void)to_valid_utf8(line);
   (void)py_strip(line);
+  // Whatever an agent sends, what goes into answers must parse.
+  std::string value = checked_json_value(line);
+  if (!json::accept(checked_event_json(line)) || (!value.empty() && !json::accept(value)))
+    __builtin_trap();
 }
 
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string bytes(reinterpret_cast<const char*>(data), size);
-  hb::protocol::line_reader reader(4096);
+  hb::protocol::line_reader reader(1u << 20); // the daemon's cap is larger still; deep lines are short enough
   reader.feed(bytes);
   while (auto line = reader.next_line())
     exercise(*line);

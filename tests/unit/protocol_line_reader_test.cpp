@@ -37,3 +37,16 @@ TEST_CASE("several lines in one chunk come out one by one", "[line_reader]") {
   CHECK(*r.next_line() == "");
   CHECK_FALSE(r.next_line());
 }
+
+TEST_CASE("the cap can be raised between feeds, and the tail of what is held read", "[line_reader]") {
+  hb::protocol::line_reader r(8);
+  CHECK(r.feed("abcdef"));
+  CHECK(r.tail(3) == "def");
+  CHECK(r.tail(100) == "abcdef");
+  r.set_max_line_bytes(64); // e.g. the token has been seen
+  CHECK(r.feed("ghijklmnop"));
+  CHECK_FALSE(r.overflowed());
+  CHECK(r.feed("\nxy"));
+  CHECK(r.next_line() == std::optional<std::string>("abcdefghijklmnop"));
+  CHECK(r.tail(5) == "xy"); // only what is not yet a line
+}

@@ -1,0 +1,122 @@
+// Deep and malformed JSON from outside: requests nest at most 64 levels,
+// writing a value never recurses, and an agent's event or result text
+// always leaves the daemon as valid JSON.
+#include "protocol/json_check.hpp"
+#include "protocol/json_text.hpp"
+#include "protocol/request.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+
+using hb::protocol::json;
+using hb::protocol::wire_error;
+
+namespace {
+
+std::string nested(size_t depth, const std::string& inner = "0") {
+  return std::string(depth, '[') + inner + std::string(depth, ']');
+}
+
+wire_error decode_error(const std::string& line) {
+  try {
+    hb::protocol::decode_request(line);
+  } catch (const wire_error& e) {
+    return e;
+  }
+  FAIL("no error for a line of " << line.size() << " bytes");
+  return wire_error("", "");
+}
+
+} // namespace
+
+TEST_CASE("nesting is counted outside strings only", "[json_check]") {
+  using hb::protocol::nests_deeper_than;
+  CHECK_FALSE(nests_deeper_than(nested(64), 64));
+  CHECK(nests_deeper_than(nested(65), 64));
+  CHECK_FALSE(nests_deeper_than(R"({"a": "[[[[[[[[[[", "b": "\"{{{{{{"})", 2));
+  CHECK(nests_deeper_than(R"({"a": {"b": {"c": 1}}})", 2));
+  CHECK_FALSE(nests_deeper_than("]]]]]]", 0)); // not JSON, but not deep either
+}
+
+TEST_CASE("a request nested deeper than 64 levels is a ValueError, before it is parsed", "[json_check]") {
+  json req = hb::protocol::decode_request(R"({"action": "ping", "x": )" + nested(62) + "}");
+  CHECK(req["action"] == "ping");
+  auto deep = decode_error(R"({"action": "ping", "x": )" + nested(64) + "}");
+  CHECK(deep.type == "ValueError");
+  CHECK(std::string(deep.what()).find("deeper than 64 levels") != std::string::npos);
+  // The line from the issue: 100,000 levels in 200 KB.
+  auto huge = decode_error(R"({"action": "ping", "x": )" + nested(100'000) + "}");
+  CHECK(huge.type == "ValueError");
+  // Unbalanced brackets are not mistaken for depth by a valid prefix: still bad JSON.
+  CHECK(decode_error(R"({"x": [1]]]]]]]]]]})").type == "JSONDecodeError");
+}
+
+TEST_CASE("dumps writes a value nested far deeper than a stack could recurse", "[json_check]") {
+  // Built by hand: parsing is limited, but values are made in other ways too.
+  json deep = json::array();
+  json* at = &deep;
+  for (int i = 0; i < 200'000; ++i) {
+    at->push_back(json::object());
+    at = &(*at)[0];
+    (*at)["k"] = json::array();
+    at = &(*at)["k"];
+  }
+  std::string text = hb::protocol::dumps(deep);
+  CHECK(text.size() == 2 + 200'000 * std::string(R"({"k": []})").size());
+  CHECK(text.substr(0, 12) == R"([{"k": [{"k")");
+  CHECK(hb::protocol::dumps(json::parse(R"({"a": [1, {"b": []}, {}], "c": "d"})")) ==
+        R"({"a": [1, {"b": []}, {}], "c": "d"})");
+  // The destructor of such a value is iterative in nlohmann_json (3.10+); if
+  // it were not, this test would crash here.
+}
+
+TEST_CASE("repr of a value deeper than Python's recursion limit is a RecursionError", "[json_check]") {
+  json deep = json::parse(nested(800));
+  CHECK(hb::protocol::py_repr(deep).size() == 1601);
+  json deeper = json::array();
+  json* at = &deeper;
+  for (int i = 0; i < 5000; ++i) {
+    at->push_back(json::array());
+    at = &(*at)[0];
+  }
+  try {
+    hb::protocol::py_repr(deeper);
+    FAIL("no error");
+  } catch (const wire_error& e) {
+    CHECK(e.type == "RecursionError");
+  }
+}
+
+TEST_CASE("an agent's JSON text is spliced as is only when it is one valid value", "[json_check]") {
+  using hb::protocol::checked_event_json;
+  using hb::protocol::checked_json_value;
+  CHECK(checked_json_value(R"({"a": [1, 2]})") == R"({"a": [1, 2]})");
+  CHECK(checked_json_value("") == ""); // none
+  CHECK(checked_json_value("\"text\"") == "\"text\"");
+  CHECK(checked_json_value("{\"a\": 1") == R"("{\"a\": 1")");        // cut short: kept, as a string
+  CHECK(checked_json_value("{} {}") == R"("{} {}")");                // two values
+  CHECK(checked_json_value("NaN") == R"("NaN")");                    // Python's, not JSON
+  CHECK(checked_json_value("\"\xff\"") == "\"\\\"\xEF\xBF\xBD\\\"\""); // bad UTF-8 replaced
+  CHECK(checked_json_value(R"("\ud800")") == R"("\ufffd")");         // as requests get it
+  CHECK(checked_json_value(nested(600)) == "\"" + nested(600) + "\"");
+  CHECK(json::accept(checked_json_value(nested(600))));
+
+  CHECK(checked_event_json(R"({"event": "tool.started"})") == R"({"event": "tool.started"})");
+  CHECK(checked_event_json(R"(["not", "an", "object"])") ==
+        R"({"event": "bridge.invalid_event", "text": "[\"not\", \"an\", \"object\"]"})");
+  std::string broken = checked_event_json("{\"event\": \"x\", \"oops\n");
+  CHECK(json::accept(broken));
+  CHECK(json::parse(broken)["text"] == "{\"event\": \"x\", \"oops\n");
+}
+
+TEST_CASE("timeouts from outside are clamped to a range a duration can hold", "[json_check]") {
+  using hb::protocol::clamp_timeout_s;
+  CHECK(clamp_timeout_s(2.5) == 2.5);
+  CHECK(clamp_timeout_s(0) == 0);
+  CHECK(clamp_timeout_s(-3) == 0);
+  CHECK(clamp_timeout_s(std::nan("")) == 0);
+  CHECK(clamp_timeout_s(std::numeric_limits<double>::infinity()) == hb::protocol::max_timeout_s);
+  CHECK(clamp_timeout_s(1e300) == hb::protocol::max_timeout_s);
+}
