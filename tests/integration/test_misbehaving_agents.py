@@ -146,9 +146,17 @@ class MisbehavingAgents(MemoryChecks):
                 # sample filed under "before 3/4" was taken before 3/4. Up to
                 # there the agent is still sending: what the daemon holds
                 # then is its own doing, not the agent's returned result.
+                # Once the run is done every get_output answer carries its
+                # whole result (256 MB here), which the daemon must hold until
+                # this reader goes; so sampling stops there, and an answer
+                # without a cursor (refused: --max-queued-answer-bytes) says
+                # nothing about how far the run is.
                 while not stop.wait(0.02):
                     rss = b.rss_mb()
-                    if head_of_output(b, flood["run_id"]).get("cursor", 0) < deltas * 3 // 4:
+                    head = head_of_output(b, flood["run_id"])
+                    if head.get("done"):
+                        return
+                    if "cursor" in head and head["cursor"] < deltas * 3 // 4:
                         streaming_peak[0] = max(streaming_peak[0], rss)
             sampler = threading.Thread(target=sample)
             sampler.start()
