@@ -266,6 +266,14 @@ class Bridge:
             return []
 
 
+def start_refused(test, b: "Bridge") -> str:
+    """Starts `b`, which must refuse to start; returns what it said."""
+    with test.assertRaises(AssertionError) as refused:
+        b.start()
+    b.stop()
+    return str(refused.exception)
+
+
 def wait_for(predicate, timeout: float = 10.0, what: str = "condition"):
     """predicate()'s first truthy value, polled; fails after `timeout` s."""
     deadline = time.monotonic() + timeout

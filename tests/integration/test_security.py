@@ -16,7 +16,7 @@ import time
 import unittest
 from pathlib import Path
 
-from harness import Bridge, FAKE_AGENT, bridge_binary, free_port
+from harness import Bridge, FAKE_AGENT, bridge_binary, free_port, start_refused
 
 
 class UnixSockets(unittest.TestCase):
@@ -69,19 +69,13 @@ class UnixSockets(unittest.TestCase):
 
 
 class Directories(unittest.TestCase):
-    def refused(self, b: Bridge) -> str:
-        with self.assertRaises(AssertionError) as refused:
-            b.start()
-        b.stop()
-        return str(refused.exception)
-
     def test_a_socket_directory_others_can_write_is_refused(self):
         b = Bridge()
         shared = b.dir / "shared"
         shared.mkdir()
         shared.chmod(0o777)  # no sticky bit: anyone could swap the socket
         b.endpoint = f"ipc://{shared}/bridge.sock"
-        message = self.refused(b)
+        message = start_refused(self, b)
         self.assertIn(f"socket directory {shared} is writable by group or others", message)
         self.assertFalse((shared / "bridge.sock").exists())
 
@@ -105,13 +99,13 @@ class Directories(unittest.TestCase):
         (native / "somesession").mkdir(parents=True, mode=0o700)
         b.args = ["--native-dir", str(native)]
         native.chmod(0o770)
-        self.assertIn(f"native session directory {native} is writable by group or others", self.refused(b))
+        self.assertIn(f"native session directory {native} is writable by group or others", start_refused(self, b))
         c = Bridge()
         native = c.dir / "native"
         (native / "somesession").mkdir(parents=True, mode=0o700)
         (native / "somesession").chmod(0o722)
         c.args = ["--native-dir", str(native)]
-        self.assertIn(f"native session directory {native / 'somesession'} is writable", self.refused(c))
+        self.assertIn(f"native session directory {native / 'somesession'} is writable", start_refused(self, c))
 
 
 class Tokens(unittest.TestCase):

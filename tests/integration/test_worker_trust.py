@@ -12,7 +12,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from harness import Bridge
+from harness import Bridge, start_refused
 from test_worker_host import WORKER, live_pid, wait_until
 
 
@@ -27,16 +27,10 @@ class RuntimeDirectory(unittest.TestCase):
         self.root = self.tmp / f"hermes-bridge-{os.getuid()}"
         self.addCleanup(lambda: os.system(f"chmod -R u+rwx {self.tmp} 2>/dev/null; rm -rf {self.tmp}"))
 
-    def refusal(self, b: Bridge) -> str:
-        with self.assertRaises(AssertionError) as refused:
-            b.start()
-        b.stop()
-        return str(refused.exception)
-
     def test_a_root_another_user_could_write_to_is_refused_naming_it(self):
         self.root.mkdir()
         self.root.chmod(0o777)  # made first by someone else, say, not sticky
-        message = self.refusal(in_tmpdir(self.tmp))
+        message = start_refused(self, in_tmpdir(self.tmp))
         self.assertIn(f"agent worker directory {self.root} is writable by group or others", message)
         self.assertFalse((self.root / "workers").exists())  # nothing was written below it
 
@@ -45,7 +39,7 @@ class RuntimeDirectory(unittest.TestCase):
         elsewhere.mkdir()
         elsewhere.chmod(0o777)
         self.root.symlink_to(elsewhere)
-        message = self.refusal(in_tmpdir(self.tmp))
+        message = start_refused(self, in_tmpdir(self.tmp))
         self.assertIn(f"{elsewhere} is writable by group or others", message)
         self.assertFalse((elsewhere / "workers").exists())
 
@@ -53,7 +47,7 @@ class RuntimeDirectory(unittest.TestCase):
         open_dir = self.tmp / "open"
         open_dir.mkdir()
         open_dir.chmod(0o777)
-        message = self.refusal(in_tmpdir(self.tmp, ["--native-dir", str(open_dir / "native")]))
+        message = start_refused(self, in_tmpdir(self.tmp, ["--native-dir", str(open_dir / "native")]))
         self.assertIn(f"native session directory {open_dir} is writable by group or others", message)
 
     def test_the_sources_are_owner_only_and_a_chat_works(self):
