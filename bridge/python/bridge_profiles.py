@@ -110,11 +110,9 @@ _PLAIN_PROFILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}\Z")
 
 
 def _profile_home(profile: str) -> Path:
-    """The default profile's home is the base; any other profile is a
-    directory of its own right under <base>/profiles (the way Hermes Studio
-    lists profiles). A name that is not plain, a directory that resolves
-    elsewhere (a symlink out) is a ValueError; a missing one a KeyError:
-    falling back to the base would hand the profile the default's config."""
+    """The base for the default profile, else <base>/profiles/<name> (as Hermes
+    Studio lists them). A bad name or a directory that resolves elsewhere is a
+    ValueError, a missing one a KeyError (the base would leak the default's .env)."""
     base = _base_home()
     if not profile or profile == "default":
         return base
