@@ -112,9 +112,18 @@ int listen_on_unix(const endpoint& ep, int backlog) {
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0)
     throw os_error("socket");
-  mode_t old_mask = ::umask(0177); // the socket is born 0600: only its owner may connect
+  // The socket is born 0600, only its owner may connect: Linux gives the
+  // socket file the unbound socket's own mode (less the umask). Not by
+  // narrowing the umask around bind(): that is process-wide, and a thread
+  // making a directory meanwhile, or a worker spawned then (for life),
+  // would get 0600 too.
+  ::fchmod(fd, 0600);
   int bound = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  ::umask(old_mask);
+  if (bound == 0) {
+    struct stat made {};
+    if (::lstat(ep.path.c_str(), &made) != 0 || (made.st_mode & 077))
+      ::chmod(ep.path.c_str(), 0600); // a kernel that ignored the socket's mode
+  }
   if (bound != 0) {
     auto err = os_error("bind " + ep.path);
     ::close(fd);

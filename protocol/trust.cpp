@@ -130,7 +130,9 @@ void make_trusted_dir(const std::string& path, const std::string& what) {
   // Each one checked before anything is made in it: a directory another
   // user made first (or swapped in) is refused before we write below it.
   for (const auto& part : prefixes(path)) {
-    if (::mkdir(part.c_str(), 0700) != 0 && errno != EEXIST)
+    if (::mkdir(part.c_str(), 0700) == 0)
+      ::chmod(part.c_str(), 0700); // usable by us whatever the umask
+    else if (errno != EEXIST)
       throw std::runtime_error("cannot create " + what + " " + part + ": " + std::strerror(errno));
     check_component(part, what, 0);
   }

@@ -98,6 +98,7 @@ module_dir write_modules(const std::string& runtime_dir) {
   fd_guard dir{::openat(parent.fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)};
   if (dir.fd < 0)
     fail("open", out.path);
+  ::fchmod(dir.fd, 0700); // the modes are ours to say, not the umask's
   check_owner_only(dir.fd, out.path, 0077);
   struct stat st {};
   if (::fstat(dir.fd, &st) != 0)
@@ -109,6 +110,7 @@ module_dir write_modules(const std::string& runtime_dir) {
     fd_guard f{::openat(dir.fd, file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)};
     if (f.fd < 0)
       fail("create", out.path + "/" + file);
+    ::fchmod(f.fd, 0600);
     write_all(f.fd, embedded_modules[i].source, out.path + "/" + file);
   }
   return out;

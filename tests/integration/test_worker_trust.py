@@ -62,6 +62,25 @@ class RuntimeDirectory(unittest.TestCase):
                 self.assertEqual(stat.S_IMODE(f.lstat().st_mode), 0o600, f)
             self.assertEqual(b.chat("s", "hi", wait=True)["output"], "echo: hi")
 
+    def test_an_owner_only_umask_makes_no_directory_unusable(self):
+        # The modes are the daemon's to set, never the umask's: under 0177 a
+        # directory made 0700 would come out 0600, which nobody can enter
+        # (the socket's own 0600 once came from narrowing the process-wide
+        # umask around bind(), racing the pool's first worker).
+        b = in_tmpdir(self.tmp)
+        self.addCleanup(b.stop)
+        old = os.umask(0o177)
+        try:
+            b.start()
+        finally:
+            os.umask(old)
+        workers_dir = self.root / "workers"
+        self.assertTrue(wait_until(lambda: any(workers_dir.glob("worker-*/worker_main.py"))))
+        for d in (self.root, workers_dir, *workers_dir.glob("worker-*")):
+            self.assertEqual(stat.S_IMODE(d.stat().st_mode), 0o700, d)
+        self.assertEqual(stat.S_IMODE(os.stat(b.endpoint.removeprefix("ipc://")).st_mode), 0o600)
+        self.assertEqual(b.chat("s", "hi", wait=True)["output"], "echo: hi")
+
 
 class PlantedModules(unittest.TestCase):
     def test_modules_of_the_bridges_names_elsewhere_are_never_imported(self):
