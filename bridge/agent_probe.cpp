@@ -19,8 +19,11 @@ namespace {
 // stderr. A fresh HERMES_HOME: importing run_agent loads the home's .env,
 // and a probe belongs to no profile. os._exit: the agent's import may leave
 // threads behind that would keep the probe from exiting.
+// The agent imports its model client lazily (0.20.3 imports run_agent fine
+// without httpx, then fails every session building the client), so the
+// client libraries it declares in pyproject.toml are imported too.
 constexpr const char* probe_script = R"PY(
-import json, os, platform, shutil, sys, tempfile, traceback
+import importlib, json, os, platform, re, shutil, sys, tempfile, traceback
 answer = os.fdopen(os.dup(1), "w")
 os.dup2(2, 1)
 root = sys.argv[1] if len(sys.argv) > 1 else ""
@@ -30,9 +33,21 @@ out = {"executable": sys.executable, "version": platform.python_version(),
        "imports_agent": False, "agent_version": "", "problem": ""}
 home = tempfile.mkdtemp(prefix="hermes-bridge-probe-")
 os.environ["HERMES_HOME"] = home
+def declared():
+    try:
+        import tomllib
+        with open(os.path.join(root, "pyproject.toml"), "rb") as f:
+            deps = tomllib.load(f).get("project", {}).get("dependencies", [])
+        return {re.split(r"[^A-Za-z0-9_.-]", d.strip(), 1)[0].lower() for d in deps}
+    except Exception:
+        return set()
 try:
     from run_agent import AIAgent  # noqa: F401
     from hermes_cli.runtime_provider import resolve_runtime_provider  # noqa: F401
+    wanted = declared()
+    for client in ("openai", "httpx"):
+        if client in wanted:
+            importlib.import_module(client)
     out["imports_agent"] = True
 except BaseException as exc:
     out["problem"] = traceback.format_exception_only(type(exc), exc)[-1].strip()
@@ -46,7 +61,6 @@ try:
     out["agent_version"] = md.version("hermes-agent")
 except Exception:
     try:
-        import re
         with open(os.path.join(root, "pyproject.toml"), encoding="utf-8") as f:
             m = re.search(r'(?m)^version\s*=\s*"([^"]+)"', f.read())
         out["agent_version"] = m.group(1) if m else ""

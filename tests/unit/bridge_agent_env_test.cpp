@@ -205,6 +205,24 @@ TEST_CASE("agent env: an interpreter that finds run_agent but not its dependenci
   REQUIRE(json.find("\"ok\": null, \"reason\": \"not probed") != std::string::npos);
 }
 
+TEST_CASE("agent env: the model client the agent declares and imports lazily must import too", "[agent_env]") {
+  hb::test::temp_dir t;
+  make_importable_root(t.file("root"));
+  write(t.file("root/pyproject.toml"), "[project]\nname = \"hermes-agent\"\nversion = \"0.20.3\"\n"
+                                       "dependencies = [\"openai==2.24.0\", \"python-dotenv==1.2.2\"]\n");
+  // An openai that cannot import what it needs, and one that can (stubs ahead of any installed one).
+  write(t.file("broken/openai/__init__.py"), "import hb_missing_httpx\n");
+  write(t.file("fine/openai/__init__.py"), "");
+  for (auto which : {"broken", "fine"})
+    write(t.file(std::string(which) + "/python3"),
+          "#!/bin/sh\nPYTHONPATH=" + t.file(which) + " exec /usr/bin/python3 \"$@\"\n", true);
+  auto broken = probe_interpreter(interpreter{{t.file("broken/python3")}, "PATH"}, t.file("root"));
+  REQUIRE(broken.problem == "ModuleNotFoundError: No module named 'hb_missing_httpx'");
+  auto fine = probe_interpreter(interpreter{{t.file("fine/python3")}, "PATH"}, t.file("root"));
+  REQUIRE(fine.problem.empty());
+  REQUIRE(fine.agent_version == "0.20.3");
+}
+
 TEST_CASE("agent env: a probe that hangs or an old Python is refused with why", "[agent_env]") {
   hb::test::temp_dir t;
   make_importable_root(t.file("root"));
