@@ -227,7 +227,7 @@ void health(broker_actor* self, const reply_to& to) {
             .integer("failed_runs", log.failed_runs);
           respond(self, to, object_writer{}
                               .boolean("ok", true)
-                              .str("status", log.degraded ? "degraded" : "ok")
+                              .str("status", log.degraded || !bridge::agents_available() ? "degraded" : "ok")
                               .raw("log", state.finish())
                               .integer("sessions", sessions)
                               .integer("running", running)

@@ -115,7 +115,7 @@ std::vector<std::string> embedded_site_dirs(const hb::bridge::agent_env& env) {
   if (!env.agent_root)
     return dirs;
   for (const auto& python : env.interpreters) {
-    if (python.source != "venv")
+    if (python.source != "venv" && python.source != ".venv")
       continue;
     auto probe = hb::bridge::probe_interpreter(python, env.agent_root);
     if (!probe.ran)
@@ -268,7 +268,7 @@ int run_serve(const serve_flags& flags, int ready_fd) {
   return hb::actors::serve(settings, listen_fd, log.writer, log.sessions, [&] {
     std::string line = hb::protocol::object_writer{}
                          .str("event", "ready")
-                         .str("endpoint", flags.endpoint)
+                         .str("endpoint", flags.endpoint).raw("agent", hb::bridge::agent_summary_json())
                          .finish() + "\n";
     [[maybe_unused]] auto n = ::write(ready_fd, line.data(), line.size());
     if (log.check_after_serving)

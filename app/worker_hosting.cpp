@@ -72,6 +72,12 @@ int host_in_workers(const worker_flags& flags, const std::string& home, const br
     return 1;
   }
   auto chosen = bridge::choose_interpreter(env);
+  // Each refusal on a line of its own, so that an operator learns at start
+  // why an interpreter they expected was passed over.
+  for (const auto& c : chosen.candidates)
+    if (c.probed && !c.ok)
+      log_event(chosen.python ? log_level::info : log_level::warn, "agent.python_refused", c.reason,
+                {{"python", c.python.display()}, {"source", c.python.source}});
   if (chosen.python) {
     options.launch.python = *chosen.python;
     options.launch.safe_path = bridge::worker::version_has_safe_path(chosen.probe.version);
@@ -97,7 +103,7 @@ int host_in_workers(const worker_flags& flags, const std::string& home, const br
   auto pool = std::make_shared<bridge::worker::worker_pool>(options);
   pool->start_housekeeping();
   pool->prestart("default"); // most chats name no profile
-  bridge::host_agents_in_workers(pool, chosen.agent_json(), home);
+  bridge::host_agents_in_workers(pool, chosen.agent_json(), home, chosen.python.has_value());
   settings.agent_root = env.agent_root.value_or("None");
   return 0;
 }

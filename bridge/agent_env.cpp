@@ -1,12 +1,9 @@
 #include "bridge/agent_env.hpp"
 
-#include "bridge/tmux/subprocess.hpp"
-#include "protocol/json_text.hpp"
-
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdio>
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -122,6 +119,58 @@ std::vector<std::string> roots_from_hermes_bin(const std::string& hermes) {
   return out;
 }
 
+// Every executable `name` along PATH, in order (`which -a`), each with
+// whether its PATH entry is the current directory (empty, relative or the
+// cwd itself): a program a directory one merely stands in offers comes last.
+struct path_hit {
+  std::string path;
+  bool in_cwd = false;
+};
+std::vector<path_hit> which_all(const std::string& name, const std::string& path, const std::string& cwd) {
+  std::vector<path_hit> out;
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find(':', start);
+    if (end == std::string::npos)
+      end = path.size();
+    std::string dir = path.substr(start, end - start);
+    bool in_cwd = dir.empty() || dir.front() != '/' || normal(dir) == normal(cwd);
+    std::string candidate = normal((dir.empty() ? cwd : dir.front() == '/' ? dir : cwd + "/" + dir) + "/" + name);
+    if (is_executable_file(candidate))
+      out.push_back({candidate, in_cwd});
+    start = end + 1;
+  }
+  return out;
+}
+
+// One interpreter reached under several names (/bin/python3 and
+// /usr/bin/python3) is one candidate. A venv's python is a symlink to its
+// base interpreter yet another environment: a venv is known by its directory.
+std::string interpreter_identity(const std::string& python) {
+  std::error_code ec;
+  fs::path venv = fs::path(python).parent_path().parent_path();
+  if (fs::is_regular_file(venv / "pyvenv.cfg", ec)) {
+    auto real = fs::canonical(venv, ec);
+    return "venv " + (ec ? normal(venv.string()) : real.string());
+  }
+  auto real = fs::canonical(python, ec);
+  return ec ? normal(python) : real.string();
+}
+
+// pyenv's and asdf's shims live in a directory called "shims"; empty when
+// `python` is none.
+std::string shim_kind(const std::string& python) {
+  fs::path dir = fs::path(python).parent_path();
+  if (dir.filename() != "shims")
+    return {};
+  std::string where = dir.string();
+  if (where.find("pyenv") != std::string::npos)
+    return "pyenv shim";
+  if (where.find("asdf") != std::string::npos)
+    return "asdf shim";
+  return "shim";
+}
+
 } // namespace
 
 agent_env_inputs agent_env_inputs::from_process(std::string agent_root, std::string hermes_home,
@@ -182,22 +231,36 @@ agent_env find_agent_env(const agent_env_inputs& in) {
   if (!env.agent_root)
     env.roots_tried = roots;
 
-  // Interpreters, in Studio's order. An explicit one is the only one.
-  auto add = [&](std::vector<std::string> argv, const char* source) {
-    env.interpreters.push_back(interpreter{std::move(argv), source});
-  };
+  // Interpreters in order. An explicit one is the only one.
   if (!in.python.empty()) {
     std::string p = expand_user(in.python, in.home);
     std::string found = which(p, in.path, in.cwd);
-    add({found.empty() ? p : found}, "--agent-python");
+    env.interpreters.push_back(interpreter{{found.empty() ? p : found}, "--agent-python"});
     return env;
   }
+  std::vector<std::string> seen;
+  auto add = [&](std::vector<std::string> argv, std::string source) {
+    if (argv.size() == 1) { // a program (`uv run` is a command, never a duplicate)
+      std::string id = interpreter_identity(argv[0]);
+      if (std::find(seen.begin(), seen.end(), id) != seen.end())
+        return;
+      seen.push_back(id);
+    }
+    interpreter python{std::move(argv), std::move(source)};
+    if (python.argv.size() == 1 && python.source != "venv" && python.source != ".venv") {
+      if (auto kind = shim_kind(python.argv[0]); !kind.empty()) {
+        python.source = kind;
+        python.shim = true;
+      }
+    }
+    env.interpreters.push_back(std::move(python));
+  };
   if (env.agent_root) {
     for (auto rel : {"venv/bin/python3", "venv/bin/python", ".venv/bin/python3", ".venv/bin/python"}) {
       // Not resolved through its symlink: a venv's python is a venv only by its path.
       std::string p = *env.agent_root + "/" + rel;
       if (is_executable_file(p))
-        add({p}, "venv");
+        add({p}, rel[0] == '.' ? ".venv" : "venv");
     }
   }
   if (!hermes.empty()) {
@@ -214,7 +277,8 @@ agent_env find_agent_env(const agent_env_inputs& in) {
     std::string found = which(uv, in.path, in.cwd);
     if (found.empty())
       continue;
-    std::vector<std::string> argv{found, "run"};
+    // Offline and without syncing: finding an interpreter never installs anything.
+    std::vector<std::string> argv{found, "run", "--offline", "--no-sync"};
     if (env.agent_root) {
       argv.push_back("--project");
       argv.push_back(*env.agent_root);
@@ -223,140 +287,29 @@ agent_env find_agent_env(const agent_env_inputs& in) {
     add(std::move(argv), "uv");
     break;
   }
-  for (const auto& name : {in.python_env, std::string("python3"), std::string("python")}) {
-    std::string found = which(name, in.path, in.cwd);
-    if (!found.empty()) {
-      add({found}, "PATH");
-      break;
-    }
+  std::vector<std::string> in_cwd; // the current directory's, tried last
+  if (!in.python_env.empty()) {
+    std::string found = which(expand_user(in.python_env, in.home), in.path, in.cwd);
+    bool relative = in.python_env.find('/') != std::string::npos && in.python_env.front() != '/' &&
+                    in.python_env.front() != '~';
+    if (relative)
+      in_cwd.push_back(found);
+    else if (!found.empty())
+      add({found}, "$PYTHON");
   }
+  for (const char* name : {"python3", "python"})
+    for (const auto& hit : which_all(name, in.path, in.cwd)) {
+      if (hit.in_cwd)
+        in_cwd.push_back(hit.path);
+      else
+        add({hit.path}, "PATH");
+    }
+  if (is_executable_file(in.system_python))
+    add({in.system_python}, "system");
+  for (const auto& p : in_cwd)
+    if (!p.empty())
+      add({p}, "current directory");
   return env;
-}
-
-namespace {
-
-// Runs inside the candidate interpreter: stdlib only, valid from 3.8 up so
-// that an old interpreter still answers (and is then refused by version).
-constexpr const char* probe_script = R"PY(
-import importlib.util, json, os, platform, sys
-root = sys.argv[1] if len(sys.argv) > 1 else ""
-if root:
-    sys.path.insert(0, root)
-out = {"executable": sys.executable, "version": platform.python_version(),
-       "finds_run_agent": False, "agent_version": "", "problem": ""}
-try:
-    out["finds_run_agent"] = importlib.util.find_spec("run_agent") is not None
-except Exception as exc:
-    out["problem"] = "%s: %s" % (type(exc).__name__, exc)
-try:
-    import importlib.metadata as md
-    out["agent_version"] = md.version("hermes-agent")
-except Exception:
-    try:
-        import re
-        with open(os.path.join(root, "pyproject.toml"), encoding="utf-8") as f:
-            m = re.search(r'(?m)^version\s*=\s*"([^"]+)"', f.read())
-        out["agent_version"] = m.group(1) if m else ""
-    except Exception:
-        pass
-sys.stdout.write(json.dumps(out))
-)PY";
-
-// The adapter is written for these versions (stdlib-only, 3.11 to 3.14).
-bool supported_version(const std::string& version) {
-  int major = 0, minor = 0;
-  if (std::sscanf(version.c_str(), "%d.%d", &major, &minor) != 2)
-    return false;
-  return major == 3 && minor >= 11;
-}
-
-} // namespace
-
-interpreter_probe probe_interpreter(const interpreter& python, const std::optional<std::string>& agent_root,
-                                    std::chrono::milliseconds deadline) {
-  interpreter_probe probe;
-  if (python.argv.empty()) {
-    probe.problem = "no interpreter";
-    return probe;
-  }
-  std::vector<std::string> argv = python.argv;
-  argv.insert(argv.end(), {"-c", probe_script, agent_root.value_or("")});
-  process_result r;
-  try {
-    // PYTHONPATH and friends stay as the user set them: the worker runs with them too.
-    r = run_process(argv, "", deadline);
-  } catch (const std::exception& e) {
-    probe.problem = e.what();
-    return probe;
-  }
-  if (r.timed_out) {
-    probe.problem = "did not answer within " + std::to_string(deadline.count() / 1000) + " s";
-    return probe;
-  }
-  auto doc = protocol::json::parse(r.out, nullptr, false);
-  if (r.exit_code != 0 || !doc.is_object()) {
-    std::string err = r.err.substr(0, 300);
-    while (!err.empty() && (err.back() == '\n' || err.back() == ' '))
-      err.pop_back();
-    probe.problem = "exited with status " + std::to_string(r.exit_code) + (err.empty() ? "" : ": " + err);
-    return probe;
-  }
-  probe.ran = true;
-  probe.executable = doc.value("executable", "");
-  probe.version = doc.value("version", "");
-  probe.agent_version = doc.value("agent_version", "");
-  probe.finds_run_agent = doc.value("finds_run_agent", false);
-  probe.problem = doc.value("problem", "");
-  if (!supported_version(probe.version))
-    probe.problem = "Python " + probe.version + " is too old (the bridge needs 3.11 or newer)";
-  else if (!probe.finds_run_agent && probe.problem.empty())
-    probe.problem = "cannot import run_agent";
-  return probe;
-}
-
-chosen_interpreter choose_interpreter(const agent_env& env) {
-  chosen_interpreter chosen;
-  std::string tried;
-  for (const auto& python : env.interpreters) {
-    auto probe = probe_interpreter(python, env.agent_root);
-    if (probe.ran && probe.problem.empty()) {
-      chosen.python = python;
-      chosen.probe = probe;
-      return chosen;
-    }
-    tried += (tried.empty() ? "" : "; ") + python.display() + " (" + python.source + "): " + probe.problem;
-    if (!chosen.probe.ran)
-      chosen.probe = probe;
-  }
-  std::string roots;
-  for (const auto& r : env.roots_tried)
-    roots += (roots.empty() ? "" : ", ") + r;
-  chosen.error = "no Python that can import hermes-agent's run_agent was found. ";
-  if (!env.agent_root)
-    chosen.error += "No hermes-agent source tree (run_agent.py) in: " + roots +
-                    "; pass --agent-root or set HERMES_AGENT_ROOT. ";
-  else
-    chosen.error += "Agent root: " + *env.agent_root + ". ";
-  chosen.error += tried.empty() ? std::string("No interpreter candidate exists (pass --agent-python).")
-                                : "Interpreters tried: " + tried + ".";
-  return chosen;
-}
-
-std::string chosen_interpreter::agent_json() const {
-  protocol::object_writer w;
-  if (python) {
-    w.str("python", probe.executable.empty() ? python->display() : probe.executable)
-      .str("python_command", python->display())
-      .str("python_source", python->source)
-      .str("python_version", probe.version);
-    if (probe.agent_version.empty())
-      w.null("agent_version");
-    else
-      w.str("agent_version", probe.agent_version);
-  } else {
-    w.null("python").str("error", error);
-  }
-  return w.finish();
 }
 
 } // namespace hb::bridge

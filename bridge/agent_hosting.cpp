@@ -12,6 +12,7 @@ struct hosting {
   std::shared_ptr<worker::worker_pool> pool; // null: embedded
   std::string agent_json = "{}";
   std::string hermes_home;
+  bool available = true;
 };
 hosting& the_host() {
   static hosting h;
@@ -23,13 +24,19 @@ void host_agents_embedded(std::string agent_json, std::string hermes_home) {
   the_host().pool.reset();
   the_host().agent_json = std::move(agent_json);
   the_host().hermes_home = std::move(hermes_home);
+  the_host().available = true;
 }
 
 void host_agents_in_workers(std::shared_ptr<worker::worker_pool> pool, std::string agent_json,
-                            std::string hermes_home) {
+                            std::string hermes_home, bool available) {
   the_host().pool = std::move(pool);
   the_host().agent_json = std::move(agent_json);
   the_host().hermes_home = std::move(hermes_home);
+  the_host().available = available;
+}
+
+bool agents_available() {
+  return the_host().available;
 }
 
 void check_profile(const std::string& profile) {

@@ -21,8 +21,10 @@ class worker_pool;
 // `agent_json`: what health reports about the agent's environment (a JSON
 // object); `hermes_home`: where the profiles are (absolute).
 void host_agents_embedded(std::string agent_json, std::string hermes_home);
+// `available`: false when no interpreter can run the agent (health is then degraded).
 void host_agents_in_workers(std::shared_ptr<worker::worker_pool> pool, std::string agent_json,
-                            std::string hermes_home);
+                            std::string hermes_home, bool available = true);
+bool agents_available();
 
 // Refuses a profile that is not a plain name or has no directory under the
 // hermes home (bridge/profile_dirs.hpp): every profile an agent or a

@@ -100,6 +100,20 @@ class RealAgentBase:
         health = b.request({"action": "health"})["agent"]
         self.assertEqual(health["agent_version"], self.version)
 
+    def test_01_the_interpreter_taken_is_the_first_that_imports_the_agent(self) -> None:
+        agent = self.bridge.request({"action": "health"})["agent"]
+        if self.host != "worker" or PYTHON:
+            self.skipTest("the interpreter is chosen by the daemon only on the worker host without --agent-python")
+        verdicts = [c["ok"] for c in agent["candidates"]]
+        self.assertIn(True, verdicts, agent["candidates"])
+        taken = verdicts.index(True)
+        # Refused before it (each with its reason), not probed after it.
+        self.assertEqual(verdicts, [False] * taken + [True] + [None] * (len(verdicts) - taken - 1))
+        for refused in agent["candidates"][:taken]:
+            self.assertTrue(refused["reason"], refused)
+        self.assertIn("imports run_agent.AIAgent", agent["candidates"][taken]["reason"])
+        self.assertIn(f"hermes-agent {self.version}", agent["candidates"][taken]["reason"])
+
     def test_02_plain_turn_streams(self) -> None:
         done = self.turn("plain", "hello there")
         self.assertEqual((done["status"], done["output"]), ("complete", "echo: hello there"))

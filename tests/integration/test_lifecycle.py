@@ -249,7 +249,11 @@ class CommandLine(unittest.TestCase):
         cmd = b.command()
         b.command = lambda: [cmd[0], "/opt/studio/hermes_bridge.py"] + cmd[1:]
         with b:
-            self.assertEqual(b.ready_line, json.dumps({"event": "ready", "endpoint": b.endpoint}) + "\n")
+            # The script's line, then what the agent runs on (which Studio does not read).
+            ready = json.loads(b.ready_line)
+            self.assertEqual(list(ready.items())[:2], [("event", "ready"), ("endpoint", b.endpoint)])
+            self.assertEqual(list(ready), ["event", "endpoint", "agent"])
+            self.assertTrue(b.ready_line.endswith("}\n") and b.ready_line.count("\n") == 1)
             self.assertTrue(b.request({"action": "ping"})["pong"])
 
     def test_endpoint_from_the_environment(self):

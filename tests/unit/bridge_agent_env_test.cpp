@@ -27,6 +27,13 @@ void write(const std::string& path, const std::string& text, bool executable = f
 
 void make_root(const std::string& root) { write(root + "/run_agent.py", "# fake\n"); }
 
+// A root the probe can import: run_agent.AIAgent and what the adapter imports next.
+void make_importable_root(const std::string& root, const std::string& run_agent_head = "") {
+  write(root + "/run_agent.py", run_agent_head + "class AIAgent:\n    pass\n");
+  write(root + "/hermes_cli/__init__.py", "");
+  write(root + "/hermes_cli/runtime_provider.py", "def resolve_runtime_provider():\n    pass\n");
+}
+
 agent_env_inputs inputs(const hb::test::temp_dir& t) {
   agent_env_inputs in;
   in.hermes_home = t.file("home/.hermes");
@@ -34,6 +41,7 @@ agent_env_inputs inputs(const hb::test::temp_dir& t) {
   in.cwd = t.file("cwd");
   in.path = t.file("bin");
   in.system_roots = {t.file("usr/local/lib/hermes-agent")};
+  in.system_python = t.file("usr/bin/python3");
   fs::create_directories(in.cwd);
   return in;
 }
@@ -81,8 +89,8 @@ TEST_CASE("agent env: the installer's layout, reached through the hermes command
   REQUIRE(env.agent_root == root);
   REQUIRE(env.interpreters.at(0).argv[0] == root + "/venv/bin/python3");
   REQUIRE(env.interpreters.at(0).source == "venv");
-  // The shebang's python is a candidate too, after the venv's.
-  REQUIRE(env.interpreters.at(1).source == "hermes shebang");
+  // The shebang names the venv's python again: one interpreter, listed once.
+  REQUIRE(env.interpreters.size() == 1);
 }
 
 TEST_CASE("agent env: a hermes shebang python, then uv run, then python3 on PATH", "[agent_env]") {
@@ -98,7 +106,8 @@ TEST_CASE("agent env: a hermes shebang python, then uv run, then python3 on PATH
   REQUIRE(env.interpreters[0].argv == std::vector<std::string>{t.file("py/bin/python3.14")});
   REQUIRE(env.interpreters[0].source == "hermes shebang");
   REQUIRE(env.interpreters[1].argv ==
-          std::vector<std::string>{t.file("bin/uv"), "run", "--project", t.file("cwd"), "python"});
+          std::vector<std::string>{t.file("bin/uv"), "run", "--offline", "--no-sync", "--project", t.file("cwd"),
+                                   "python"});
   REQUIRE(env.interpreters[2].argv == std::vector<std::string>{t.file("bin/python3")});
   REQUIRE(env.interpreters[2].source == "PATH");
 }
@@ -138,19 +147,19 @@ TEST_CASE("agent env: no root anywhere lists every place tried", "[agent_env]") 
   REQUIRE(chosen.error.find(t.file("home/.hermes/hermes-agent")) != std::string::npos);
 }
 
-TEST_CASE("agent env: the probe runs the interpreter and says what it found", "[agent_env]") {
+TEST_CASE("agent env: the probe imports the agent and says what it found", "[agent_env]") {
   hb::test::temp_dir t;
-  make_root(t.file("root"));
+  make_importable_root(t.file("root"));
   write(t.file("root/pyproject.toml"), "[project]\nname = \"hermes-agent\"\nversion = \"0.21.0\"\n");
   interpreter py{{"/usr/bin/python3"}, "PATH"};
   auto probe = probe_interpreter(py, t.file("root"));
   REQUIRE(probe.ran);
   REQUIRE(probe.problem.empty());
-  REQUIRE(probe.finds_run_agent);
+  REQUIRE(probe.imports_agent);
   REQUIRE(probe.version.rfind("3.", 0) == 0);
   REQUIRE(probe.agent_version == "0.21.0");
   auto none = probe_interpreter(py, t.file("elsewhere"));
-  REQUIRE(none.problem == "cannot import run_agent");
+  REQUIRE(none.problem == "ModuleNotFoundError: No module named 'run_agent'");
   auto broken = probe_interpreter(interpreter{{t.file("no/such/python")}, "venv"}, t.file("root"));
   REQUIRE(!broken.ran);
   REQUIRE(!broken.problem.empty());
@@ -165,4 +174,107 @@ TEST_CASE("agent env: the probe runs the interpreter and says what it found", "[
   chosen = choose_interpreter(env);
   REQUIRE(!chosen.python);
   REQUIRE(chosen.error.find(t.file("no/such/python")) != std::string::npos);
+}
+
+TEST_CASE("agent env: an interpreter that finds run_agent but not its dependencies is refused", "[agent_env]") {
+  hb::test::temp_dir t;
+  // Like the real agent's httpx: importable only where its dependencies were installed.
+  make_importable_root(t.file("root"), "import hb_missing_dependency\n");
+  write(t.file("deps/hb_missing_dependency.py"), "");
+  write(t.file("bin/python3"), "#!/bin/sh\nexec /usr/bin/python3 \"$@\"\n", true);
+  write(t.file("good/python3"),
+        "#!/bin/sh\nPYTHONPATH=" + t.file("deps") + " exec /usr/bin/python3 \"$@\"\n", true);
+  write(t.file("later/python3"), "#!/bin/sh\nexec /usr/bin/python3 \"$@\"\n", true);
+  agent_env env;
+  env.agent_root = t.file("root");
+  env.interpreters = {interpreter{{t.file("bin/python3")}, "PATH"}, interpreter{{t.file("good/python3")}, "PATH"},
+                      interpreter{{t.file("later/python3")}, "system"}};
+  auto chosen = choose_interpreter(env);
+  REQUIRE(chosen.python);
+  REQUIRE(chosen.python->argv[0] == t.file("good/python3"));
+  REQUIRE(chosen.candidates.size() == 3);
+  REQUIRE(!chosen.candidates[0].ok);
+  REQUIRE(chosen.candidates[0].reason == "ModuleNotFoundError: No module named 'hb_missing_dependency'");
+  REQUIRE(chosen.candidates[1].ok);
+  REQUIRE(chosen.candidates[1].reason.rfind("imports run_agent.AIAgent (Python 3.", 0) == 0);
+  REQUIRE(!chosen.candidates[2].probed);
+  REQUIRE(chosen.candidates[2].reason == "not probed: " + t.file("good/python3") + " was taken first");
+  auto json = chosen.agent_json();
+  REQUIRE(json.find("\"candidates\": [{\"python\": \"" + t.file("bin/python3") + "\", \"source\": \"PATH\", "
+                    "\"ok\": false, \"reason\": \"ModuleNotFoundError") != std::string::npos);
+  REQUIRE(json.find("\"ok\": null, \"reason\": \"not probed") != std::string::npos);
+}
+
+TEST_CASE("agent env: the model client the agent declares and imports lazily must import too", "[agent_env]") {
+  hb::test::temp_dir t;
+  make_importable_root(t.file("root"));
+  write(t.file("root/pyproject.toml"), "[project]\nname = \"hermes-agent\"\nversion = \"0.20.3\"\n"
+                                       "dependencies = [\"openai==2.24.0\", \"python-dotenv==1.2.2\"]\n");
+  // An openai that cannot import what it needs, and one that can (stubs ahead of any installed one).
+  write(t.file("broken/openai/__init__.py"), "import hb_missing_httpx\n");
+  write(t.file("fine/openai/__init__.py"), "");
+  for (auto which : {"broken", "fine"})
+    write(t.file(std::string(which) + "/python3"),
+          "#!/bin/sh\nPYTHONPATH=" + t.file(which) + " exec /usr/bin/python3 \"$@\"\n", true);
+  auto broken = probe_interpreter(interpreter{{t.file("broken/python3")}, "PATH"}, t.file("root"));
+  REQUIRE(broken.problem == "ModuleNotFoundError: No module named 'hb_missing_httpx'");
+  auto fine = probe_interpreter(interpreter{{t.file("fine/python3")}, "PATH"}, t.file("root"));
+  REQUIRE(fine.problem.empty());
+  REQUIRE(fine.agent_version == "0.20.3");
+}
+
+TEST_CASE("agent env: a probe that hangs or an old Python is refused with why", "[agent_env]") {
+  hb::test::temp_dir t;
+  make_importable_root(t.file("root"));
+  write(t.file("slow/python3"), "#!/bin/sh\nexec sleep 30\n", true);
+  write(t.file("old/python3"),
+        "#!/bin/sh\necho '{\"executable\": \"/old/python3\", \"version\": \"3.10.12\", \"imports_agent\": true}'\n",
+        true);
+  auto slow = probe_interpreter(interpreter{{t.file("slow/python3")}, "PATH"}, t.file("root"),
+                                std::chrono::milliseconds(300));
+  REQUIRE(slow.problem == "timed out after 0.3 s");
+  auto old = probe_interpreter(interpreter{{t.file("old/python3")}, "PATH"}, t.file("root"));
+  REQUIRE(old.problem == "Python 3.10.12 is too old (the bridge needs 3.11 or newer)");
+}
+
+TEST_CASE("agent env: a pyenv shim runs as the interpreter behind it", "[agent_env]") {
+  hb::test::temp_dir t;
+  make_importable_root(t.file("root"));
+  write(t.file("home/.pyenv/shims/python3"), "#!/bin/sh\nexec /usr/bin/python3 \"$@\"\n", true);
+  auto in = inputs(t);
+  in.agent_root = t.file("root");
+  in.path = t.file("home/.pyenv/shims");
+  auto env = find_agent_env(in);
+  REQUIRE(env.interpreters.size() == 1);
+  REQUIRE(env.interpreters[0].source == "pyenv shim");
+  auto chosen = choose_interpreter(env);
+  REQUIRE(chosen.python);
+  REQUIRE(chosen.python->argv == std::vector<std::string>{"/usr/bin/python3"});
+  REQUIRE(chosen.candidates[0].reason.rfind("pyenv shim for /usr/bin/python3: imports run_agent.AIAgent", 0) == 0);
+}
+
+TEST_CASE("agent env: every python3 then python on PATH, once each, the system's, the current directory's last",
+          "[agent_env]") {
+  hb::test::temp_dir t;
+  make_root(t.file("root"));
+  write(t.file("a/python3"), "", true);
+  write(t.file("b/python3"), "", true);
+  write(t.file("b/python"), "", true);
+  write(t.file("cwd/python3"), "", true);
+  write(t.file("usr/bin/python3"), "", true);
+  fs::create_directories(t.file("c"));
+  fs::create_symlink(t.file("a/python3"), t.file("c/python")); // the same interpreter under another name
+  auto in = inputs(t);
+  in.agent_root = t.file("root");
+  in.path = t.file("a") + "::" + t.file("b") + ":" + t.file("c");
+  in.python_env = t.file("b/python");
+  auto env = find_agent_env(in);
+  std::vector<std::string> pythons, sources;
+  for (const auto& i : env.interpreters) {
+    pythons.push_back(i.display());
+    sources.push_back(i.source);
+  }
+  REQUIRE(pythons == std::vector<std::string>{t.file("b/python"), t.file("a/python3"), t.file("b/python3"),
+                                              t.file("usr/bin/python3"), t.file("cwd/python3")});
+  REQUIRE(sources == std::vector<std::string>{"$PYTHON", "PATH", "PATH", "system", "current directory"});
 }
