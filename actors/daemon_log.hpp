@@ -2,6 +2,8 @@
 // event names so that a person can read it and a program can grep it:
 //   hermes-bridge level=info event=log.recovered ms=80 runs_interrupted=0 msg="..."
 // The agent's own prints go to stderr too, without this prefix.
+// With the json format (for log shippers) each line is one JSON object with
+// the same fields: {"level": "info", "event": "log.recovered", "ms": "80", ..., "msg": "..."}.
 #pragma once
 
 #include <initializer_list>
@@ -16,6 +18,11 @@ enum class log_level { debug = 0, info = 1, warn = 2, error = 3 };
 
 void set_log_level(log_level level);
 std::optional<log_level> parse_log_level(std::string_view text);
+
+enum class log_format { logfmt, json };
+// Set once at start, before any other thread logs.
+void set_log_format(log_format format);
+std::optional<log_format> parse_log_format(std::string_view text);
 
 using log_field = std::pair<std::string_view, std::string>;
 
