@@ -40,8 +40,8 @@ void append_value(std::string& out, std::string_view value) {
   out += '"';
 }
 
-std::string logfmt_line(log_level level, std::string_view event, std::string_view message,
-                        std::initializer_list<log_field> fields) {
+template <class Fields>
+std::string logfmt_line(log_level level, std::string_view event, std::string_view message, const Fields& fields) {
   std::string line = "hermes-bridge level=";
   line += name_of(level);
   line += " event=";
@@ -62,8 +62,8 @@ std::string logfmt_line(log_level level, std::string_view event, std::string_vie
 // Values stay strings, as in logfmt: a shipper sees the same fields either
 // way. A message may carry any bytes (an OS error, a path): made valid UTF-8
 // so that every line parses.
-std::string json_line(log_level level, std::string_view event, std::string_view message,
-                      std::initializer_list<log_field> fields) {
+template <class Fields>
+std::string json_line(log_level level, std::string_view event, std::string_view message, const Fields& fields) {
   protocol::object_writer w;
   w.str("level", name_of(level)).str("event", event);
   for (const auto& [key, value] : fields)
@@ -94,14 +94,24 @@ std::optional<log_level> parse_log_level(std::string_view text) {
   return std::nullopt;
 }
 
-void log_event(log_level level, std::string_view event, std::string_view message,
-               std::initializer_list<log_field> fields) {
+template <class Fields>
+void write_event(log_level level, std::string_view event, std::string_view message, const Fields& fields) {
   if (static_cast<int>(level) < threshold)
     return;
   std::string line = format == log_format::json ? json_line(level, event, message, fields)
                                                 : logfmt_line(level, event, message, fields);
   line += '\n';
   [[maybe_unused]] auto n = ::write(STDERR_FILENO, line.data(), line.size());
+}
+
+void log_event(log_level level, std::string_view event, std::string_view message,
+               std::initializer_list<log_field> fields) {
+  write_event(level, event, message, fields);
+}
+
+void log_event(log_level level, std::string_view event, std::string_view message,
+               const std::vector<std::pair<std::string, std::string>>& fields) {
+  write_event(level, event, message, fields);
 }
 
 } // namespace hb::actors

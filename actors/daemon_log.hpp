@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace hb::actors {
 
@@ -29,5 +30,8 @@ using log_field = std::pair<std::string_view, std::string>;
 // Thread-safe: each line is written with a single write(2).
 void log_event(log_level level, std::string_view event, std::string_view message,
                std::initializer_list<log_field> fields = {});
+// The same, for fields put together at run time (bridge/worker's events).
+void log_event(log_level level, std::string_view event, std::string_view message,
+               const std::vector<std::pair<std::string, std::string>>& fields);
 
 } // namespace hb::actors

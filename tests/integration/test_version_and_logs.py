@@ -6,12 +6,15 @@ with the same fields as the default logfmt line."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import sqlite3
 import subprocess
 import unittest
 
 from harness import REPO, Bridge, bridge_binary
+from test_worker_host import WORKER, live_pid, wait_until
 
 VERSION_KEYS = {"version", "commit", "caf", "sqlite", "nlohmann_json", "python"}
 
@@ -71,6 +74,26 @@ class LogFormat(unittest.TestCase):
         recovered = next(r for r in records if r["event"] == "log.recovered")
         self.assertEqual((recovered["level"], recovered["runs_interrupted"]), ("info", "0"))
         self.assertIn("path", recovered)
+
+    def test_a_worker_that_dies_or_hangs_is_logged(self):
+        with Bridge(args=WORKER + ["--log-format", "json", "--worker-heartbeat-s", "0.2",
+                                   "--worker-unresponsive-s", "2"]) as b:
+            self.assertEqual(b.chat("x", "script:say before ;exit 7", wait=True)["status"], "error")
+            b.chat("y", "script:say first", wait=True)
+            run = b.chat("y", "script:stream 400 50")["run_id"]
+            self.assertTrue(wait_until(lambda: b.request({"action": "get_output", "run_id": run})["cursor"] >= 3))
+            victim = live_pid(b, "default")
+            os.kill(victim, signal.SIGSTOP)  # a deadlock, as far as the daemon can tell
+            self.assertEqual(b.wait_done(run, timeout=20)["status"], "error")
+            records = [json.loads(line) for line in stderr_after_shutdown(b).splitlines()
+                       if line.startswith("{")]
+        died = [r for r in records if r["event"] == "worker.died"]
+        self.assertTrue(any("exit code 7" in r["reason"] and r["turns_cut"] == "1" for r in died), died)
+        self.assertTrue(all(r["level"] == "warn" and r["profile"] == "default" for r in died), died)
+        (hung,) = [r for r in records if r["event"] == "worker.unresponsive"]
+        self.assertEqual((hung["level"], hung["pid"]), ("warn", str(victim)))
+        self.assertIn("unresponsive for 2 s", hung["reason"])
+        self.assertTrue(any(r["pid"] == str(victim) and "SIGKILL" in r["reason"] for r in died), died)
 
     def test_logfmt_stays_the_default(self):
         with Bridge() as b:
