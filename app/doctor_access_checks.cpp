@@ -116,7 +116,8 @@ void check_endpoint(const doctor_inputs& in, check_list& out) {
                            in.endpoint + ": TCP on loopback without a token: every local user can drive the agent",
                            token_fix + ", or serve on ipc://PATH"));
   } else if (has_token) {
-    out.push_back(result("endpoint", check_status::ok, in.endpoint + ": TCP reachable from the network, a token required"));
+    out.push_back(
+      result("endpoint", check_status::ok, in.endpoint + ": TCP reachable from the network, a token required"));
   } else {
     out.push_back(result("endpoint", check_status::fail,
                          in.endpoint + ": TCP reachable from the network without a token (serve refuses it)",

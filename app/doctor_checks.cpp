@@ -2,6 +2,7 @@
 // interpreters, the hermes home, the event log.
 #include "app/doctor_checks.hpp"
 
+#include "app/tool_support.hpp"
 #include "bridge/agent_env.hpp"
 #include "storage/log_file.hpp"
 #include "storage/recovery.hpp"
@@ -57,9 +58,10 @@ void check_agent(const doctor_inputs& in, check_list& out) {
                          "install hermes-agent into " + in.hermes_home + "/hermes-agent"));
   } else {
     std::error_code ec;
-    bool given = !in.agent_root.empty() && fs::equivalent(fs::absolute(in.agent_root, ec), *env.agent_root, ec);
+    bool given = !in.agent_root.empty() && fs::equivalent(expand_user(in.agent_root), *env.agent_root, ec);
     if (given)
-      out.push_back(result("agent_root", check_status::ok, *env.agent_root + " (given by --agent-root or HERMES_AGENT_ROOT)"));
+      out.push_back(result("agent_root", check_status::ok,
+                           *env.agent_root + " (given by --agent-root or HERMES_AGENT_ROOT)"));
     else if (!in.agent_root.empty())
       out.push_back(result("agent_root", check_status::warn,
                            in.agent_root + " holds no run_agent.py; the search found " + *env.agent_root,
@@ -120,7 +122,8 @@ void check_event_log(const doctor_inputs& in, check_list& out) {
     dir = dir.parent_path();
   auto space = fs::space(dir, ec);
   if (ec)
-    out.push_back(result("disk", check_status::warn, "cannot tell the free space in " + dir.string() + ": " + ec.message()));
+    out.push_back(
+      result("disk", check_status::warn, "cannot tell the free space in " + dir.string() + ": " + ec.message()));
   else if (space.available < low_disk_bytes)
     out.push_back(result("disk", check_status::warn, megabytes(space.available) + " free in " + dir.string(),
                          "free some space: with the disk full the log takes no output and health is degraded"));

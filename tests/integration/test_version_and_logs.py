@@ -104,6 +104,7 @@ class LogFormat(unittest.TestCase):
         p = subprocess.run([str(bridge_binary()), "serve", "--log-format", "xml"], capture_output=True, timeout=30)
         self.assertNotEqual(p.returncode, 0)
         self.assertIn(b"--log-format", p.stderr)
+        self.assertIn(b"logfmt", p.stderr)  # the values it takes, not only "unknown option"
 
 
 if __name__ == "__main__":
