@@ -6,6 +6,7 @@
 #include "app/doctor_checks.hpp"
 #include "app/tool_commands.hpp"
 #include "app/tool_support.hpp"
+#include "bridge/tmux/native_session.hpp"
 #include "protocol/endpoint.hpp"
 #include "protocol/json_text.hpp"
 
@@ -19,7 +20,7 @@ namespace {
 
 struct doctor_flags {
   std::string agent_root, agent_python, endpoint = protocol::default_endpoint(), token_file;
-  std::string hermes_home = "~/.hermes", db, hermes_bin = "hermes";
+  std::string hermes_home = "~/.hermes", db, hermes_bin = "hermes", native_dir = bridge::default_native_runtime_dir();
   bool json = false;
 };
 
@@ -48,12 +49,14 @@ int doctor(const doctor_flags& f) {
   in.endpoint = f.endpoint;
   in.token_file = f.token_file;
   in.hermes_bin = f.hermes_bin;
+  in.native_dir = absolute(f.native_dir);
 
   check_list checks;
   check_agent(in, checks);
   check_hermes_home(in, checks);
   check_event_log(in, checks);
   check_endpoint(in, checks);
+  check_runtime_dirs(in, checks);
   check_native(in, checks);
   check_studio(in, checks);
 
@@ -108,6 +111,7 @@ void add_doctor_command(CLI::App& app, std::function<int()>& chosen) {
   add_value(sub, "--hermes-home", f->hermes_home, "as serve's --hermes-home")->envname("HERMES_HOME");
   add_value(sub, "--db", f->db, "as serve's --db")->envname("HERMES_BRIDGE_DB");
   add_value(sub, "--hermes-bin", f->hermes_bin, "as serve's --hermes-bin")->envname("HERMES_BIN");
+  add_value(sub, "--native-dir", f->native_dir, "as serve's --native-dir")->envname("HERMES_BRIDGE_NATIVE_DIR");
   sub->add_flag("--json", f->json,
                 "one JSON object: ok, failed, warnings, version, checks [{check, status, detail, fix}]");
   sub->footer("Each line: ok, warn (works, but look at it) or fail (serve would refuse, or host no agent),\n"

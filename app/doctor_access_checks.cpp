@@ -3,6 +3,7 @@
 // Studio finds this binary.
 #include "app/access.hpp"
 #include "app/doctor_checks.hpp"
+#include "app/worker_hosting.hpp"
 
 #include "bridge/tmux/command_line.hpp"
 #include "bridge/tmux/subprocess.hpp"
@@ -64,19 +65,26 @@ bool resolves_to_loopback_only(const std::string& host) {
   return loopback;
 }
 
-void check_socket_dir(const std::string& socket_path, check_list& out) {
-  std::string dir = std::filesystem::path(socket_path).parent_path().string();
+// A directory serve keeps sockets in: every directory on its way (and with
+// `tree`, every one right in it) must be this user's (or root's) and
+// writable by nobody else, as serve checks it (protocol/trust.hpp), or
+// serve refuses to start.
+void check_private_dir(const std::string& check, const std::string& dir, const std::string& what, bool tree,
+                       const std::string& elsewhere, check_list& out) {
   struct stat st {};
   bool exists = ::stat(dir.c_str(), &st) == 0;
-  std::string what = exists ? dir + " (owner uid " + std::to_string(st.st_uid) + ", mode " + mode_text(st.st_mode) + ")"
-                            : dir + " (not there yet: serve creates it 0700)";
+  std::string found = exists ? dir + " (owner uid " + std::to_string(st.st_uid) + ", mode " +
+                                 mode_text(st.st_mode) + ")"
+                             : dir + " (not there yet: serve creates it 0700)";
   try {
-    protocol::require_trusted_path(dir, "socket directory");
-    out.push_back(result("socket_dir", check_status::ok, what));
+    if (tree)
+      protocol::require_trusted_tree(dir, what);
+    else
+      protocol::require_trusted_path(dir, what);
+    out.push_back(result(check, check_status::ok, found));
   } catch (const std::exception& e) {
-    out.push_back(result("socket_dir", check_status::fail, what + ": " + e.what(),
-                         "chmod 700 " + dir + " (or remove it: serve makes it 0700), or pass another "
-                         "--endpoint ipc://PATH in a directory of your own"));
+    out.push_back(result(check, check_status::fail, found + ": " + e.what(),
+                         "chmod 700 " + dir + " (or remove it: serve makes it 0700), or " + elsewhere));
   }
 }
 
@@ -104,7 +112,9 @@ void check_endpoint(const doctor_inputs& in, check_list& out) {
   }
   if (endpoint.type == protocol::endpoint::kind::ipc) {
     out.push_back(result("endpoint", check_status::ok, in.endpoint + ": a unix socket only this user can open"));
-    check_socket_dir(endpoint.path, out);
+    std::string dir = std::filesystem::path(endpoint.path).parent_path().string();
+    check_private_dir("socket_dir", dir, "socket directory", false,
+                      "pass another --endpoint ipc://PATH in a directory of your own", out);
     return;
   }
   const std::string token_fix = "pass --token-file FILE (a 0600 file holding a secret) and give clients the token";
@@ -123,6 +133,13 @@ void check_endpoint(const doctor_inputs& in, check_list& out) {
                          in.endpoint + ": TCP reachable from the network without a token (serve refuses it)",
                          token_fix + ", or bind to 127.0.0.1"));
   }
+}
+
+void check_runtime_dirs(const doctor_inputs& in, check_list& out) {
+  check_private_dir("worker_dir", default_worker_dir(), "agent worker directory", false,
+                    "set XDG_RUNTIME_DIR (or TMPDIR) to a directory of your own", out);
+  check_private_dir("native_dir", in.native_dir, "native session directory", true,
+                    "pass --native-dir DIR of your own", out);
 }
 
 void check_native(const doctor_inputs& in, check_list& out) {

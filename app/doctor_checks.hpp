@@ -28,6 +28,7 @@ struct doctor_inputs {
   std::string endpoint;
   std::string token_file;
   std::string hermes_bin;
+  std::string native_dir;  // absolute
 };
 
 using check_list = std::vector<check_result>;
@@ -42,6 +43,9 @@ void check_event_log(const doctor_inputs& in, check_list& out);
 // The endpoint: its socket directory's owner and mode, or who can reach a
 // TCP port, and the token.
 void check_endpoint(const doctor_inputs& in, check_list& out);
+// The directories of the workers' and native sessions' sockets (serve
+// refuses to start when another user could write to them).
+void check_runtime_dirs(const doctor_inputs& in, check_list& out);
 // tmux and the hermes TUI command, for native sessions.
 void check_native(const doctor_inputs& in, check_list& out);
 // How Hermes Studio is pointed at this binary.

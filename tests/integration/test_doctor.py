@@ -48,15 +48,18 @@ class Doctor(unittest.TestCase):
             shutil.copytree(first.home, cls.home)
         cls.db = cls.home / "hermes-bridge" / "events.db"
         cls.socket_dir = cls.tmp / "run"
+        cls.runtime = cls.tmp / "xdg"  # the workers' and native sessions' directories go below it
+        cls.runtime.mkdir(mode=0o700)
 
     @classmethod
     def tearDownClass(cls):
         shutil.rmtree(cls.tmp, ignore_errors=True)
 
     def run_doctor(self, *extra: str, endpoint: str | None = None, home: Path | None = None,
-                   agent_root: str = str(FAKE_AGENT)) -> subprocess.CompletedProcess:
-        return doctor("--agent-root", agent_root, "--hermes-home", str(home or self.home),
-                      "--endpoint", endpoint or f"ipc://{self.socket_dir}/bridge.sock", *extra, cwd=self.tmp)
+                   runtime: Path | None = None) -> subprocess.CompletedProcess:
+        return doctor("--agent-root", str(FAKE_AGENT), "--hermes-home", str(home or self.home),
+                      "--endpoint", endpoint or f"ipc://{self.socket_dir}/bridge.sock", *extra, cwd=self.tmp,
+                      env={"XDG_RUNTIME_DIR": str(runtime or self.runtime)})
 
     def test_a_healthy_set_up(self):
         p = self.run_doctor()
@@ -82,7 +85,7 @@ class Doctor(unittest.TestCase):
                 self.assertTrue(c["fix"], c)
         found = checks(p)
         for name in ("agent_root", "interpreter", "agent_python", "hermes_home", "disk", "event_log", "endpoint",
-                     "socket_dir", "tmux", "hermes_command", "studio"):
+                     "socket_dir", "worker_dir", "native_dir", "tmux", "hermes_command", "studio"):
             self.assertIn(name, found)
         self.assertTrue(any(c["status"] == "ok" for c in found["interpreter"]), found["interpreter"])
         self.assertIn("profiles: default", found["hermes_home"][0]["detail"])
@@ -120,6 +123,21 @@ class Doctor(unittest.TestCase):
         os.chmod(shared, 0o700)
         self.assertEqual(checks(self.run_doctor("--json", endpoint=f"ipc://{shared}/bridge.sock"))
                          ["socket_dir"][0]["status"], "ok")
+
+    def test_runtime_directories_anyone_can_write(self):
+        shared = self.tmp / "shared-xdg"
+        (shared / "hermes-bridge").mkdir(parents=True)
+        os.chmod(shared / "hermes-bridge", 0o777)
+        p = self.run_doctor("--json", runtime=shared)
+        self.assertEqual(p.returncode, 1, p.stdout)
+        found = checks(p)
+        for name in ("worker_dir", "native_dir"):
+            self.assertEqual(found[name][0]["status"], "fail", found[name])
+            self.assertIn(str(shared / "hermes-bridge"), found[name][0]["detail"])
+        native = self.tmp / "native-elsewhere"
+        p = self.run_doctor("--json", "--native-dir", str(native), runtime=shared)
+        self.assertEqual(checks(p)["native_dir"][0], {"check": "native_dir", "status": "ok", "fix": None,
+                                                       "detail": f"{native} (not there yet: serve creates it 0700)"})
 
     def test_a_damaged_log(self):
         home = self.tmp / "damaged-home"
