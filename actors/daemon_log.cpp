@@ -73,6 +73,16 @@ std::string json_line(log_level level, std::string_view event, std::string_view 
   return w.finish();
 }
 
+template <class Fields>
+void write_event(log_level level, std::string_view event, std::string_view message, const Fields& fields) {
+  if (static_cast<int>(level) < threshold)
+    return;
+  std::string line = format == log_format::json ? json_line(level, event, message, fields)
+                                                : logfmt_line(level, event, message, fields);
+  line += '\n';
+  [[maybe_unused]] auto n = ::write(STDERR_FILENO, line.data(), line.size());
+}
+
 } // namespace
 
 void set_log_format(log_format f) { format = f; }
@@ -92,16 +102,6 @@ std::optional<log_level> parse_log_level(std::string_view text) {
     if (text == name_of(level))
       return level;
   return std::nullopt;
-}
-
-template <class Fields>
-void write_event(log_level level, std::string_view event, std::string_view message, const Fields& fields) {
-  if (static_cast<int>(level) < threshold)
-    return;
-  std::string line = format == log_format::json ? json_line(level, event, message, fields)
-                                                : logfmt_line(level, event, message, fields);
-  line += '\n';
-  [[maybe_unused]] auto n = ::write(STDERR_FILENO, line.data(), line.size());
 }
 
 void log_event(log_level level, std::string_view event, std::string_view message,
