@@ -240,7 +240,7 @@ void health(broker_actor* self, const reply_to& to) {
                               .integer("committed_rows", log.rows)
                               .number("last_commit_ms", log.last_commit_ms)
                               .number("max_commit_ms", log.max_commit_ms)
-                              .raw("agent", bridge::agents_json())
+                              .raw("agent", bridge::agents_json()).raw("version", self->state.settings->version_json)
                               .finish());
         },
         [=](caf::error& err) { respond_failure(self, to, err); });

@@ -269,7 +269,8 @@ void add_ping_fields(broker_actor* self, object_writer& w) {
     .integer("running_sessions", running)
     .raw("sessions_by_profile", counts(by_profile))
     .raw("running_sessions_by_profile", counts(running_by_profile))
-    .raw("agent", bridge::agent_summary_json());
+    .raw("agent", bridge::agent_summary_json())
+    .raw("version", st.settings->version_json);
 }
 
 bool route_studio(broker_actor* self, const reply_to& to, const std::string& action, const json& req) {

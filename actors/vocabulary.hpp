@@ -65,6 +65,7 @@ struct daemon_settings {
   std::string agent_root;   // as ping reports it
   std::string hermes_home;  // as worker_ping reports it
   std::string db_path;
+  std::string version_json = "{}"; // this build (app/build_info.hpp), in ping and health
   std::string socket_path;  // ipc:// endpoints: unlinked on stop
   size_t max_line_bytes = 64u << 20;
   std::chrono::milliseconds read_timeout{30'000};

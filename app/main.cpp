@@ -4,6 +4,7 @@
 #include "actors/daemon_log.hpp"
 #include "actors/vocabulary.hpp"
 #include "app/access.hpp"
+#include "app/build_info.hpp"
 #include "app/commands.hpp"
 #include "app/connection_flags.hpp"
 #include "app/native_flags.hpp"
@@ -47,24 +48,6 @@ std::string absolute(const std::string& path) {
   return ec ? expand_user(path) : p.lexically_normal().string();
 }
 
-// Hermes Studio starts its bridge as `<python> hermes_bridge.py --endpoint ...`;
-// pointed at this binary, the script path arrives as the first argument.
-std::vector<std::string> normalized_args(int argc, char** argv, const CLI::App& app) {
-  std::vector<std::string> args(argv + 1, argv + argc);
-  if (!args.empty() && args.front().size() > 3 &&
-      args.front().compare(args.front().size() - 3, 3, ".py") == 0)
-    args.erase(args.begin());
-  bool has_command = false;
-  if (!args.empty()) {
-    for (const auto* sub : app.get_subcommands([](const CLI::App*) { return true; }))
-      has_command = has_command || sub->get_name() == args.front();
-  }
-  bool wants_help = !args.empty() && (args.front() == "-h" || args.front() == "--help");
-  if (!has_command && !wants_help)
-    args.insert(args.begin(), "serve"); // serve is the default command
-  return args;
-}
-
 struct serve_flags {
   std::string endpoint = hb::protocol::default_endpoint();
   std::string token_file;
@@ -79,6 +62,7 @@ struct serve_flags {
   std::string db;
   std::string synchronous = "NORMAL";
   std::string log_level = "info";
+  std::string log_format = "logfmt";
   int64_t idle_timeout_s = 30 * 60;
   int64_t gc_interval_s = 60;
   bool skip_integrity_check = false;
@@ -171,6 +155,8 @@ int host_embedded(const serve_flags& flags, const std::string& home, const hb::b
 
 int run_serve(const serve_flags& flags, int ready_fd) {
   hb::actors::set_log_level(hb::actors::parse_log_level(flags.log_level).value_or(log_level::info));
+  if (auto format = hb::actors::parse_log_format(flags.log_format))
+    hb::actors::set_log_format(*format);
   hb::protocol::endpoint endpoint;
   try {
     endpoint = hb::protocol::parse_endpoint(flags.endpoint);
@@ -201,6 +187,7 @@ int run_serve(const serve_flags& flags, int ready_fd) {
 
   hb::actors::daemon_settings settings;
   settings.hermes_home = home;
+  settings.version_json = hb::app::build_info_json();
   // Found the way Hermes Studio finds it, whichever host runs it.
   auto env = hb::bridge::find_agent_env(
     hb::bridge::agent_env_inputs::from_process(flags.agent_root, home, flags.agent_python));
@@ -358,6 +345,12 @@ int main(int argc, char** argv) {
     ->envname("HERMES_BRIDGE_LOG_LEVEL")
     ->check(CLI::IsMember({"debug", "info", "warn", "error"}))
     ->capture_default_str();
+  serve->add_option("--log-format", flags.log_format,
+                    "logfmt (key=value, for people and grep) or json (one JSON object a line, the same "
+                    "fields, for log shippers)")
+    ->envname("HERMES_BRIDGE_LOG_FORMAT")
+    ->check(CLI::IsMember({"logfmt", "json"}))
+    ->capture_default_str();
   serve->add_option("--synchronous", flags.synchronous,
                     "SQLite synchronous mode of the event log: NORMAL survives kill -9, FULL also "
                     "power loss (slower)")
@@ -407,7 +400,7 @@ int main(int argc, char** argv) {
 
   hb::app::add_commands(app, chosen);
 
-  std::vector<std::string> args = normalized_args(argc, argv, app);
+  std::vector<std::string> args = hb::app::command_line_args(argc, argv, app);
   std::vector<const char*> cargs{argv[0]};
   for (const auto& a : args)
     cargs.push_back(a.c_str());

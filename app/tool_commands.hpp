@@ -16,5 +16,6 @@ void add_import_command(CLI::App& app, std::function<int()>& chosen);
 void add_client_commands(CLI::App& app, std::function<int()>& chosen); // chat, call
 void add_timeline_command(CLI::App& app, std::function<int()>& chosen);
 void add_verify_command(CLI::App& app, std::function<int()>& chosen);
+void add_doctor_command(CLI::App& app, std::function<int()>& chosen);
 
 } // namespace hb::app

@@ -3,6 +3,7 @@
 #include "actors/daemon_log.hpp"
 #include "bridge/agent_hosting.hpp"
 #include "bridge/worker/module_dir.hpp"
+#include "bridge/worker/worker_events.hpp"
 #include "bridge/worker/worker_pool.hpp"
 #include "protocol/trust.hpp"
 
@@ -71,6 +72,9 @@ int host_in_workers(const worker_flags& flags, const std::string& home, const br
     log_event(log_level::error, "daemon.start_failed", e.what());
     return 1;
   }
+  bridge::worker::set_worker_event_sink([](const bridge::worker::worker_event& e) {
+    log_event(e.warning ? log_level::warn : log_level::info, e.name, e.message, e.fields);
+  });
   auto chosen = bridge::choose_interpreter(env);
   // Each refusal on a line of its own, so that an operator learns at start
   // why an interpreter they expected was passed over.

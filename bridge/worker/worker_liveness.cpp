@@ -6,6 +6,7 @@
 // beat and a half, it shows as unresponsive in health; silent for
 // `unresponsive_after`, it is killed, and its death settles its runs and
 // sessions as any death does (worker_process::died).
+#include "bridge/worker/worker_events.hpp"
 #include "bridge/worker/worker_process.hpp"
 
 #include <signal.h>
@@ -98,6 +99,8 @@ void worker_process::kill_unresponsive(const std::string& why) {
       kill_reason_ = why;
   }
   unresponsive_ = true;
+  report_worker_event({true, "worker.unresponsive", "killing an agent worker that does not answer",
+                       {{"profile", profile_}, {"pid", std::to_string(pid_)}, {"reason", why}}});
   ::kill(pid_, SIGKILL); // works on a stopped process too; the reader reaps it
 }
 

@@ -2,6 +2,7 @@
 
 #include "bridge/tmux/subprocess.hpp"
 #include "bridge/worker/module_dir.hpp"
+#include "bridge/worker/worker_events.hpp"
 
 #include "protocol/json_text.hpp"
 #include "protocol/wire_error.hpp"
@@ -287,6 +288,10 @@ void worker_process::died(const std::string& reason) {
     watch_cv_.notify_all();
   }
   std::string what = "the agent worker for profile " + profile_ + " (pid " + std::to_string(pid_) + ") died: " + reason;
+  bool planned = stopping_ && turns.empty(); // retired (idle, size, shutdown) with nothing running in it
+  report_worker_event({!planned, planned ? "worker.exited" : "worker.died", planned ? "" : what,
+                       {{"profile", profile_}, {"pid", std::to_string(pid_)}, {"reason", reason},
+                        {"turns_cut", std::to_string(turns.size())}}});
   for (auto& [_, turn] : turns)
     turn->sink->withdraw_questions(what); // their askers get an empty answer, which nobody sends on
   std::lock_guard<std::mutex> lock(mu_);

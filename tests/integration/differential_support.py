@@ -31,8 +31,9 @@ STUDIO_PING_KEYS = ("mode", "broker", "workers", "worker_details", "active_sessi
                     "sessions_by_profile", "running_sessions_by_profile")
 STUDIO_LIST_KEYS = ("profile", "worker_key")
 # Ours alone: where the agent runs, its interpreter and versions (issue 14),
-# in ping and status; dropped before comparing with either reference.
-OUR_PING_KEYS = ("agent",)
+# and this build's versions (issue 25), in ping and status; dropped before
+# comparing with either reference.
+OUR_PING_KEYS = ("agent", "version")
 SEED_TERMINAL_TIMEOUT_MS, STUDIO_TERMINAL_TIMEOUT_MS = 60_000, 120_000
 TIME_KEYS = {"time", "started_at", "ended_at", "created_at", "last_used_at"}
 ID_KEYS = {"run_id", "current_run_id", "approval_id", "request_id", "session_id", "requested_session_id",
