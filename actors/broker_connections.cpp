@@ -20,8 +20,6 @@ namespace hb::actors {
 
 using protocol::error_line;
 
-void handle_line(broker_actor* self, handle h, const std::string& line); // broker.cpp
-
 namespace {
 
 // -- a client's EOF --------------------------------------------------------------
@@ -149,7 +147,7 @@ void on_peer_done(broker_actor* self, handle h) {
     std::string rest = conn.reader.take_rest();
     recount_held(self, conn);
     if (!rest.empty() || conn.next_request == conn.first_seq)
-      handle_line(self, h, rest);
+      take_request(self, h, rest);
   }
   it = self->state.connections.find(h.id()); // answering may have closed it
   if (it == self->state.connections.end())
@@ -277,7 +275,7 @@ void on_data(broker_actor* self, const caf::io::new_data_msg& msg) {
       return;
     }
     took_line = true;
-    handle_line(self, msg.handle, *line);
+    take_request(self, msg.handle, *line);
   }
 }
 

@@ -4,6 +4,7 @@
 // client receives is exactly what was committed after what it already had.
 #include "actors/broker_state.hpp"
 #include "actors/responses.hpp"
+#include "actors/session_messages.hpp"
 
 #include "protocol/request.hpp"
 
@@ -133,34 +134,28 @@ uint64_t add_watcher(broker_actor* self, watcher w) {
 
 } // namespace
 
-void get_output(broker_actor* self, const reply_to& to, const json& req) {
-  std::string run_id = protocol::field_str(req, "run_id");
-  int64_t cursor = std::max<int64_t>(0, protocol::field_int(req, "cursor"));
-  int64_t event_cursor = std::max<int64_t>(0, protocol::field_int(req, "event_cursor"));
-  bool include_output = !protocol::has_field(req, "include_output") ||
-                        protocol::field_truthy(req, "include_output");
-  int64_t wait_ms = std::clamp<int64_t>(protocol::field_int(req, "wait_ms"), 0, max_wait_ms);
+void on_request(broker_actor* self, const reply_to& to, requests::get_output& r) {
   // A finished run in memory is answered here, at once: no wait (it is
   // done), no reader, no SQLite.
   if (auto& finished = self->state.links.finished) {
-    if (auto run = finished->find(run_id))
-      return respond(self, to, get_output_line(*run, cursor, event_cursor, include_output));
+    if (auto run = finished->find(r.run_id))
+      return respond(self, to, get_output_line(*run, r.cursor, r.event_cursor, r.include_output));
   }
-  if (wait_ms == 0) {
-    self->request(next_reader(self), caf::infinite, output_atom::value, run_id, cursor, event_cursor,
-                  include_output, int64_t{0})
+  if (r.wait_ms == 0) {
+    self->request(next_reader(self), caf::infinite, output_atom::value, r.run_id, r.cursor, r.event_cursor,
+                  r.include_output, int64_t{0})
       .then([=](std::string& line, bool, int64_t, int64_t, bool, bool) { respond(self, to, std::move(line)); },
             [=](caf::error& err) { respond_failure(self, to, err); });
     return;
   }
   watcher w(watcher::kind::long_poll, to);
-  w.run_id = run_id;
-  w.cursor = cursor;
-  w.event_cursor = event_cursor;
-  w.include_output = include_output;
-  w.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
+  w.run_id = r.run_id;
+  w.cursor = r.cursor;
+  w.event_cursor = r.event_cursor;
+  w.include_output = r.include_output;
+  w.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(r.wait_ms);
   uint64_t key = add_watcher(self, std::move(w));
-  self->delayed_send(self, std::chrono::milliseconds(wait_ms), wait_due_atom::value, key);
+  self->delayed_send(self, std::chrono::milliseconds(r.wait_ms), wait_due_atom::value, key);
   read_for(self, key);
 }
 
@@ -170,38 +165,30 @@ void on_wait_due(broker_actor* self, uint64_t key) {
     read_for(self, key); // past its deadline, the answer goes out whatever it holds
 }
 
-void subscribe(broker_actor* self, const reply_to& to, const json& req) {
-  std::string run_id = protocol::field_str(req, "run_id");
-  std::string session_id = protocol::field_str(req, "session_id");
-  if (run_id.empty() && session_id.empty())
-    throw protocol::value_error("subscribe needs a run_id or a session_id");
+void on_request(broker_actor* self, const reply_to& to, requests::subscribe& r) {
   begin_stream(self, to.h);
-  if (!run_id.empty()) {
+  if (!r.run_id.empty()) {
     watcher w(watcher::kind::run_stream, to);
-    w.run_id = run_id;
-    w.cursor = std::max<int64_t>(0, protocol::field_int(req, "cursor"));
-    w.event_cursor = std::max<int64_t>(0, protocol::field_int(req, "event_cursor"));
+    w.run_id = r.run_id;
+    w.cursor = r.cursor;
+    w.event_cursor = r.event_cursor;
     w.include_output = false;
     read_for(self, add_watcher(self, std::move(w)));
     return;
   }
   watcher w(watcher::kind::session_stream, to);
-  w.session_id = session_id;
+  w.session_id = r.session_id;
   w.include_output = false;
   uint64_t key = add_watcher(self, std::move(w));
-  auto session = self->state.sessions.find(session_id);
-  if (session == self->state.sessions.end())
+  const caf::actor* session = known_session(self, r.session_id);
+  if (!session)
     return; // followed from its first run on
-  self->request(session->second, std::chrono::seconds(5), status_atom::value)
+  self->request(*session, session_reply_limit, session_query{})
     .then(
-      [=](bool, double, std::string& entry, std::string&) {
+      [=](session_view& view) {
         auto it = self->state.watchers.find(key);
-        auto doc = json::parse(entry, nullptr, false);
-        if (it == self->state.watchers.end() || !it->second.run_id.empty() || !doc.is_object())
-          return;
-        const json& current = doc["current_run_id"];
-        if (current.is_string())
-          follow_run(self, key, current.get<std::string>());
+        if (it != self->state.watchers.end() && it->second.run_id.empty() && !view.current_run_id.empty())
+          follow_run(self, key, view.current_run_id);
       },
       [](caf::error&) {});
 }

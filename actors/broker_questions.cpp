@@ -161,15 +161,9 @@ void question_deadline(broker_actor* self, const question_due& due) {
     settle_unanswered(self, q, "timeout", true);
 }
 
-void approval_respond(broker_actor* self, const reply_to& to, const json& req) {
-  std::string id = protocol::py_strip(protocol::field_str(req, "approval_id"));
-  if (id.empty())
-    throw protocol::value_error("approval_id is required");
-  std::string raw = protocol::field_truthy(req, "choice") ? protocol::py_str(protocol::field(req, "choice"))
-                                                          : std::string("deny");
-  std::string choice = protocol::py_lower(protocol::py_strip(raw));
-  if (choice != "once" && choice != "session" && choice != "always" && choice != "deny")
-    choice = "deny";
+void on_request(broker_actor* self, const reply_to& to, requests::approval_respond& r) {
+  const std::string& id = r.approval_id;
+  const std::string& choice = r.choice;
   const question* open = self->state.questions.find(id);
   if (!open || open->what == question::kind::compression)
     return respond(self, to, approval_line(id, false, choice));
@@ -208,11 +202,9 @@ void approval_respond(broker_actor* self, const reply_to& to, const json& req) {
           [=](caf::error& err) { respond_failure(self, to, err); });
 }
 
-void clarify_respond(broker_actor* self, const reply_to& to, const json& req) {
-  std::string id = protocol::py_strip(protocol::field_str(req, "clarify_id"));
-  if (id.empty())
-    throw protocol::value_error("clarify_id is required");
-  std::string response = protocol::py_strip(protocol::field_str(req, "response"));
+void on_request(broker_actor* self, const reply_to& to, requests::clarify_respond& r) {
+  const std::string& id = r.clarify_id;
+  const std::string& response = r.response;
   auto answer = [&](bool resolved) {
     return object_writer{}.boolean("ok", true).str("clarify_id", id).boolean("resolved", resolved).finish();
   };
@@ -229,24 +221,14 @@ void clarify_respond(broker_actor* self, const reply_to& to, const json& req) {
   respond(self, to, answer(true));
 }
 
-void compression_respond(broker_actor* self, const reply_to& to, const json& req) {
-  std::string id = protocol::py_strip(protocol::field_str(req, "request_id"));
-  if (id.empty())
-    throw protocol::value_error("request_id is required");
-  const json& messages = protocol::field(req, "messages");
-  if (!messages.is_null() && !messages.is_array())
-    throw protocol::value_error("messages must be a list");
+void on_request(broker_actor* self, const reply_to& to, requests::compression_respond& r) {
+  const std::string& id = r.request_id;
   const question* open = self->state.questions.find(id);
   if (!open || open->what != question::kind::compression)
     throw protocol::runtime_error("compression request " + id + " not found");
   question q;
   self->state.questions.take(id, q);
-  json reply;
-  reply["request_id"] = id;
-  reply["messages"] = messages;
-  reply["system_message"] = protocol::field(req, "system_message");
-  reply["error"] = protocol::field(req, "error");
-  q.answer.deliver(protocol::dumps(reply));
+  q.answer.deliver(r.reply);
   respond(self, to, object_writer{}.boolean("ok", true).str("request_id", id).boolean("handled", true).finish());
 }
 

@@ -1,11 +1,15 @@
-// The broker's state and the functions its translation units share:
-// connections (broker_connections.cpp), questions (broker_questions.cpp),
-// pushed output (broker_push.cpp) and request routing (broker.cpp).
+// The broker's state and the functions its translation units share. A
+// request's way through them: broker_connections.cpp frames it,
+// broker_intake.cpp decodes it, broker_router.cpp hands it to its handler
+// (there, or in broker_sessions.cpp, broker_push.cpp, broker_questions.cpp,
+// broker_studio.cpp), and broker_answers.cpp writes the answer back.
 #pragma once
 
 #include "actors/broker.hpp"
 #include "actors/question_messages.hpp"
 #include "actors/question_table.hpp"
+#include "actors/requests.hpp"
+#include "actors/session.hpp"
 #include "protocol/json_text.hpp"
 #include "protocol/line_reader.hpp"
 #include "protocol/wire_error.hpp"
@@ -164,22 +168,24 @@ void withdraw_questions(broker_actor* self, const questions_withdrawn& gone);
 void cancel_questions(broker_actor* self, const session_questions_cancelled& cancelled);
 bool end_run_questions(broker_actor* self, const run_questions_end& end);
 void question_deadline(broker_actor* self, const question_due& due);
-void approval_respond(broker_actor* self, const reply_to& to, const protocol::json& req);
-void compression_respond(broker_actor* self, const reply_to& to, const protocol::json& req);
-void clarify_respond(broker_actor* self, const reply_to& to, const protocol::json& req);
+void on_request(broker_actor* self, const reply_to& to, requests::approval_respond& r);
+void on_request(broker_actor* self, const reply_to& to, requests::compression_respond& r);
+void on_request(broker_actor* self, const reply_to& to, requests::clarify_respond& r);
 
 // -- broker_studio.cpp -----------------------------------------------------------
-// What Hermes Studio's current bridge answers besides the seed's actions;
-// false when `action` is none of them.
-bool route_studio(broker_actor* self, const reply_to& to, const std::string& action,
-                  const protocol::json& req);
+// What Hermes Studio's current bridge answers besides the seed's actions.
+void on_request(broker_actor* self, const reply_to& to, requests::context_estimate& r);
+void on_request(broker_actor* self, const reply_to& to, requests::switch_session_model& r);
+void on_request(broker_actor* self, const reply_to& to, requests::profile_op& r);
+void on_request(broker_actor* self, const reply_to& to, requests::unknown_mcp& r);
+void on_request(broker_actor* self, const reply_to& to, requests::destroy_profile& r);
+void on_request(broker_actor* self, const reply_to& to, requests::worker_ping& r);
 // ping's picture of the sessions (kept from their session_activity).
 void add_ping_fields(broker_actor* self, protocol::object_writer& w);
 
 // -- broker_push.cpp -------------------------------------------------------------
-constexpr int64_t max_wait_ms = 30'000;
-void get_output(broker_actor* self, const reply_to& to, const protocol::json& req);
-void subscribe(broker_actor* self, const reply_to& to, const protocol::json& req);
+void on_request(broker_actor* self, const reply_to& to, requests::get_output& r);
+void on_request(broker_actor* self, const reply_to& to, requests::subscribe& r);
 // The writer committed news for these runs: [run_id, session_id, ...].
 void on_committed(broker_actor* self, const std::vector<std::string>& touched);
 void on_wait_due(broker_actor* self, uint64_t key);
@@ -189,14 +195,42 @@ void on_drained(broker_actor* self, handle h);
 // Bytes written to the client of `h` that it has not taken yet.
 uint64_t unsent_bytes(broker_actor* self, handle h);
 
-const caf::actor& next_reader(broker_actor* self);
+// -- broker_intake.cpp -------------------------------------------------------------
+// One request line of connection `h`: decoded, then routed.
+void take_request(broker_actor* self, handle h, const std::string& line);
+
+// -- broker_router.cpp -------------------------------------------------------------
+void route(broker_actor* self, const reply_to& to, requests::any request);
+void on_request(broker_actor* self, const reply_to& to, requests::ping& r);
+void on_request(broker_actor* self, const reply_to& to, requests::shutdown& r);
+void on_request(broker_actor* self, const reply_to& to, requests::test_fault& r);
+void on_request(broker_actor* self, const reply_to& to, requests::chat& r);
+void on_request(broker_actor* self, const reply_to& to, requests::get_result& r);
+void on_request(broker_actor* self, const reply_to& to, requests::interrupt& r);
+void on_request(broker_actor* self, const reply_to& to, requests::steer& r);
+void on_request(broker_actor* self, const reply_to& to, requests::get_history& r);
+
+// -- broker_sessions.cpp -----------------------------------------------------------
+void on_request(broker_actor* self, const reply_to& to, requests::list& r);
+void on_request(broker_actor* self, const reply_to& to, requests::status& r);
+void on_request(broker_actor* self, const reply_to& to, requests::status_if_loaded& r);
+void on_request(broker_actor* self, const reply_to& to, requests::destroy& r);
+void on_request(broker_actor* self, const reply_to& to, requests::destroy_all& r);
+void on_request(broker_actor* self, const reply_to& to, requests::health& r);
+session_links links_for_sessions(broker_actor* self);
 // The session actor for `id`, spawned (as a new session) if there is none;
 // throws protocol::wire_error when --max-sessions sessions exist already.
 caf::actor session_actor_for(broker_actor* self, const std::string& id);
+const caf::actor* known_session(broker_actor* self, const std::string& id);
+// The session actor for `id`; throws KeyError "unknown session: <id>".
+const caf::actor& existing_session(broker_actor* self, const std::string& id);
 // Destroys these sessions (already out of the table); `finish` hears how many existed.
 void destroy_sessions(broker_actor* self, std::vector<caf::actor> sessions,
                       std::function<void(int64_t destroyed)> finish);
 // Drops `which` from the session table if it is still the one for `id`.
 void forget_session_actor(broker_actor* self, const std::string& id, const caf::actor& which);
+
+// -- broker.cpp --------------------------------------------------------------------
+const caf::actor& next_reader(broker_actor* self);
 
 } // namespace hb::actors

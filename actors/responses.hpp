@@ -1,6 +1,7 @@
 // Response lines built from the event log, in the seed's field order.
 #pragma once
 
+#include "actors/session_messages.hpp"
 #include "storage/finished_runs.hpp"
 #include "storage/log_reader.hpp"
 
@@ -18,6 +19,10 @@ std::string get_result_line(const storage::run_snapshot& run);
 std::string chat_started_line(const std::string& run_id, const std::string& session_id);
 std::string interrupted_line(const std::string& session_id, bool synced);
 std::string steer_line(bool accepted, const std::string& text);
+// A session as `list` shows it (Hermes Studio's bridge's fields after the seed's).
+std::string list_entry(const session_view& view);
+// `status` of a session: the entry with "exists" and its agent; `loaded` for status_if_loaded.
+std::string status_line(const session_view& view, bool with_loaded = false);
 // `status` for a session this daemon does not know.
 std::string unknown_session_status_line(const std::string& session_id);
 

@@ -12,6 +12,7 @@
 #include "actors/studio_messages.hpp"
 #include "bridge/agent_hosting.hpp"
 #include "bridge/tmux/native_session.hpp"
+#include "bridge/tmux/tui_command.hpp"
 #include "protocol/json_text.hpp"
 #include "protocol/names.hpp"
 #include "protocol/request.hpp"
@@ -36,31 +37,23 @@ using protocol::object_writer;
 
 constexpr std::chrono::seconds interrupt_sync_limit{10};
 
-// The session as `list` shows it; `status` adds "exists" after the id.
-std::string session_entry(const session_state& st, bool with_exists) {
-  object_writer w;
-  w.str("session_id", st.id);
-  if (with_exists)
-    w.boolean("exists", true);
-  w.boolean("running", st.busy && st.created);
-  if (st.run_id.empty())
-    w.null("current_run_id");
-  else
-    w.str("current_run_id", st.run_id);
-  w.number("created_at", st.created_at)
-    .number("last_used_at", st.last_used_at)
-    .integer("message_count", st.message_count)
-    .raw("config", st.config);
-  // Native sessions only: embedded ones answer exactly as the seed does.
-  if (std::string live = st.agent ? st.agent->live_status() : std::string(); !live.empty())
-    w.raw("native", live);
-  if (with_exists && st.harness != "native")
-    w.raw("agent", bridge::agent_status_json(st.agent.get()));
-  if (!with_exists) { // list entries, as Hermes Studio's bridge lists them
-    std::string profile = st.profile.empty() ? "default" : st.profile;
-    w.str("profile", profile).str("worker_key", profile);
-  }
-  return w.finish();
+session_view view_of(const session_state& st) {
+  session_view v;
+  v.created = st.created;
+  v.session_id = st.id;
+  v.running = st.busy && st.created;
+  v.current_run_id = st.run_id;
+  v.created_at = st.created_at;
+  v.last_used_at = st.last_used_at;
+  v.message_count = st.message_count;
+  v.config = st.config;
+  v.profile = st.profile.empty() ? "default" : st.profile;
+  v.harness = st.harness;
+  if (st.agent)
+    v.native = st.agent->live_status();
+  if (st.harness != "native")
+    v.agent = bridge::agent_status_json(st.agent.get());
+  return v;
 }
 
 void persist(session_actor* self) {
@@ -100,7 +93,8 @@ void deliver_result(session_actor* self, const std::string& run_id, caf::respons
           });
 }
 
-void start_run(session_actor* self, chat_plan plan, caf::response_promise rp) {
+// `request`: what the agent reads for its turn (agent_request()).
+void start_run(session_actor* self, chat_plan plan, std::string request, caf::response_promise rp) {
   std::string run_id = new_id();
   double started = now_seconds();
   self->request(self->state.links.writer, caf::infinite,
@@ -119,7 +113,7 @@ void start_run(session_actor* self, chat_plan plan, caf::response_promise rp) {
         } else {
           st.starting.emplace(run_id, rp);
         }
-        run_spec spec{run_id, st.id, plan.request, std::move(st.idle_steer), st.agent,
+        run_spec spec{run_id, st.id, std::move(request), std::move(st.idle_steer), st.agent,
                       caf::actor_cast<caf::actor>(self), st.links.broker, st.links.writer, {}};
         st.idle_steer.clear();
         st.replay_stop.reset();
@@ -152,17 +146,14 @@ void adopt_config(session_state& st, const std::string& config) {
 
 // A resumed session continues its stored conversation unless the client
 // sends its own history (Hermes Studio always does and keeps control).
-void start_with_history(session_actor* self, chat_plan plan, caf::response_promise rp) {
+void start_with_history(session_actor* self, chat_plan plan, turn_input turn, caf::response_promise rp) {
   auto& st = self->state;
-  json req = json::parse(plan.request);
-  if (!protocol::field(req, "conversation_history").is_null() || st.message_count == 0)
-    return start_run(self, std::move(plan), rp);
-  auto inject = [self, req](const std::string& history, chat_plan plan, caf::response_promise rp) mutable {
-    req["conversation_history"] = json::parse(history, nullptr, false);
-    if (!req["conversation_history"].is_array())
-      req["conversation_history"] = json::array();
-    plan.request = protocol::dumps(req);
-    start_run(self, std::move(plan), rp);
+  if (!turn.history.empty() || st.message_count == 0)
+    return start_run(self, std::move(plan), agent_request(turn, st.workspace, turn.history), rp);
+  auto inject = [self, turn](const std::string& history, chat_plan plan, caf::response_promise rp) mutable {
+    // The log keeps a JSON array; anything else is no history to give.
+    bool array = !history.empty() && history.front() == '[';
+    start_run(self, std::move(plan), agent_request(turn, self->state.workspace, array ? history : "[]"), rp);
   };
   if (st.history_loaded)
     return inject(st.history, std::move(plan), rp);
@@ -264,33 +255,17 @@ void build_agent(session_actor* self, agent_recipe recipe, caf::response_promise
       });
 }
 
-// The request as the agent reads it, with the session's workspace in it.
-std::string with_workspace(const std::string& request, const std::string& workspace) {
-  if (workspace.empty())
-    return request;
-  json req = json::parse(request);
-  if (protocol::field_str(req, "workspace") == workspace)
-    return request;
-  req["workspace"] = workspace;
-  return protocol::dumps(req);
-}
-
-void on_chat(session_actor* self, const std::string& request, caf::response_promise rp) {
+void on_chat(session_actor* self, chat_request chat, caf::response_promise rp) {
   auto& st = self->state;
-  if (st.busy) {
-    rp.deliver(error_line(protocol::runtime_error("session " + st.id + " is already running")),
-               st.created);
-    return;
-  }
-  chat_request chat;
-  try {
-    chat = read_chat(request, st.created ? st.harness : st.links.default_harness);
-  } catch (const protocol::wire_error& e) {
-    rp.deliver(error_line(e), st.created);
-    return;
-  }
-  auto& [recipe, plan] = chat;
+  if (st.busy)
+    return rp.deliver(error_line(protocol::runtime_error("session " + st.id + " is already running")),
+                      st.created);
+  if (chat.invalid)
+    return rp.deliver(error_line(chat.invalid), st.created);
+  auto& [session_id, recipe, plan, turn, invalid] = chat;
   auto& [profile, model, provider, harness, workspace] = recipe;
+  if (harness.empty())
+    harness = st.created ? st.harness : st.links.default_harness;
   if (!plan.replay.empty()) {
     // A replay needs no agent: the session exists for it as it is.
     if (!st.created) {
@@ -300,7 +275,7 @@ void on_chat(session_actor* self, const std::string& request, caf::response_prom
       persist(self);
     }
     st.busy = true;
-    return start_run(self, std::move(plan), rp);
+    return start_run(self, std::move(plan), agent_request(turn, "", ""), rp);
   }
   bool changed = st.created && harness != st.harness;
   if (harness == "native") // the TUI has its own model and profile
@@ -325,20 +300,20 @@ void on_chat(session_actor* self, const std::string& request, caf::response_prom
       st.workspace = workspace;
       set_config_field(st, "workspace", workspace);
     }
-    plan.request = with_workspace(plan.request, workspace);
   }
   try {
     protocol::check_profile_name(profile); // a stored one too: the log may predate the check
+    if (harness == "native") // `!cmd`, `/yolo`: the TUI's own commands, typed only when asked for as such
+      bridge::check_native_text(turn.message_text, turn.tui_command);
   } catch (const protocol::wire_error& e) {
-    rp.deliver(error_line(e), st.created);
-    return;
+    return rp.deliver(error_line(e), st.created);
   }
   st.busy = true;
-  auto then = [plan](session_actor* self, bool resumed, caf::response_promise& rp) {
+  auto then = [plan, turn](session_actor* self, bool resumed, caf::response_promise& rp) {
     if (resumed)
-      start_with_history(self, plan, rp);
+      start_with_history(self, plan, turn, rp);
     else
-      start_run(self, plan, rp);
+      start_run(self, plan, agent_request(turn, self->state.workspace, turn.history), rp);
   };
   bool live = st.agent && st.agent->usable() && !st.dormant;
   // Like Hermes Studio's bridge, a new model or provider for a live agent of
@@ -348,9 +323,9 @@ void on_chat(session_actor* self, const std::string& request, caf::response_prom
       (profile.empty() || profile == st.profile)) {
     switch_model want{model.empty() ? st.model : model, provider.empty() ? st.provider : provider};
     return apply_switch(self, std::move(want), false,
-                        [recipe, plan, rp, then](session_actor* self, const caf::error& why) mutable {
+                        [recipe, rp, then](session_actor* self, const caf::error& why) mutable {
                           if (!why)
-                            start_run(self, plan, rp);
+                            then(self, false, rp);
                           else
                             build_agent(self, recipe, rp, then);
                         });
@@ -358,9 +333,8 @@ void on_chat(session_actor* self, const std::string& request, caf::response_prom
   if (!live || changed)
     build_agent(self, std::move(recipe), rp, then);
   else
-    start_run(self, std::move(plan), rp);
+    then(self, false, rp);
 }
-
 
 void on_closing(session_actor* self, run_closing& closing) {
   auto& st = self->state;
@@ -528,9 +502,6 @@ std::tuple<bool, std::string> profile_answer(const session_state& st) {
   return {st.created, st.profile.empty() ? std::string("default") : st.profile};
 }
 
-std::tuple<bool, double, std::string, std::string> status_answer(const session_state& st) {
-  return {st.created, st.created_at, session_entry(st, false), session_entry(st, true)};
-}
 
 void on_history(session_actor* self, caf::response_promise rp) {
   auto& st = self->state;
@@ -590,7 +561,7 @@ caf::behavior session_behavior(session_actor* self, std::string id, session_link
     return rp;
   };
   return {
-    [=](chat_atom, const std::string& request) { return later(on_chat, request); },
+    [=](chat_request& chat) { return later(on_chat, std::move(chat)); },
     [=](const run_armed& armed) { on_armed(self, armed.run_id); },
     [=](run_closing& closing) { on_closing(self, closing); },
     [=](const run_finished& done) { on_run_done(self, done.run_id); },
@@ -602,7 +573,7 @@ caf::behavior session_behavior(session_actor* self, std::string id, session_link
     [=](switch_model& msg) { return later(on_switch_model, std::move(msg)); },
     [=](const profile_of&) { return profile_answer(self->state); },
     [=](history_atom) { return later(on_history); },
-    [=](status_atom) { return status_answer(self->state); },
+    [=](const session_query&) { return view_of(self->state); },
     [=](destroy_atom) { return on_destroy(self); },
     [=](const collect_idle& msg) { return collect_if_idle(self, msg.idle_seconds); },
     [=](drain_atom) { return later(on_drain); },

@@ -1,9 +1,10 @@
 // Messages the broker sends a session about its turn and its life: an
-// interrupt, a steer, idle collection. One struct per message kind, each
-// with an inspect() overload so it could cross a process. (Chat still
-// arrives as the request line: the session decides which errors come first,
-// "already running" before a malformed request, as the seed does.)
+// interrupt, a steer, idle collection, what it is. One struct per message
+// kind, each with an inspect() overload so it could cross a process. (A chat
+// arrives as the chat_request the broker decoded: actors/chat_request.hpp.)
 #pragma once
+
+#include "actors/chat_request.hpp"
 
 #include <caf/actor_system_config.hpp>
 #include <caf/meta/type_name.hpp>
@@ -46,10 +47,46 @@ typename Inspector::result_type inspect(Inspector& f, collect_idle& x) {
   return f(caf::meta::type_name("collect_idle"), x.idle_seconds);
 }
 
+// What the broker asks a session about itself (list, status, health,
+// subscriptions), answered with a session_view.
+struct session_query {};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, session_query&) {
+  return f(caf::meta::type_name("session_query"));
+}
+
+// A session as it is now. JSON members hold stored or agent-made JSON text.
+struct session_view {
+  bool created = false; // false: not (or no longer) a session anyone can use
+  std::string session_id;
+  bool running = false;
+  std::string current_run_id; // empty when idle
+  double created_at = 0;
+  double last_used_at = 0;
+  int64_t message_count = 0;
+  std::string config = "{}"; // JSON object
+  std::string profile;       // "default" when none
+  std::string harness;       // "embedded" or "native"
+  std::string native;        // native sessions: the TUI's live facts (JSON object); else empty
+  std::string agent;         // embedded sessions: where the agent runs (JSON object)
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, session_view& x) {
+  return f(caf::meta::type_name("session_view"), x.created, x.session_id, x.running, x.current_run_id,
+           x.created_at, x.last_used_at, x.message_count, x.config, x.profile, x.harness, x.native, x.agent);
+}
+
 inline void add_session_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<interrupt_turn>("hb::interrupt_turn")
     .add_message_type<steer_turn>("hb::steer_turn")
-    .add_message_type<collect_idle>("hb::collect_idle");
+    .add_message_type<collect_idle>("hb::collect_idle")
+    .add_message_type<chat_plan>("hb::chat_plan")
+    .add_message_type<turn_input>("hb::turn_input")
+    .add_message_type<chat_request>("hb::chat_request")
+    .add_message_type<session_query>("hb::session_query")
+    .add_message_type<session_view>("hb::session_view");
 }
 
 } // namespace hb::actors

@@ -14,11 +14,6 @@
 
 namespace hb::actors {
 
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, agent_recipe& x) {
-  return f(caf::meta::type_name("agent_recipe"), x.profile, x.model, x.provider, x.harness, x.workspace);
-}
-
 // context_estimate: the session's agent, built from `recipe` when it has
 // none, estimates what `args` (messages, instructions, workspace) cost.
 struct estimate_context {

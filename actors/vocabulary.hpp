@@ -44,9 +44,7 @@ using committed_atom = caf::atom_constant<caf::atom("committed")>;
 using output_atom = caf::atom_constant<caf::atom("output")>;
 using result_atom = caf::atom_constant<caf::atom("result")>;
 // sessions
-using chat_atom = caf::atom_constant<caf::atom("chat")>;
 using history_atom = caf::atom_constant<caf::atom("history")>;
-using status_atom = caf::atom_constant<caf::atom("status")>;
 using destroy_atom = caf::atom_constant<caf::atom("destroy")>;
 using drain_atom = caf::atom_constant<caf::atom("drain")>;
 using wait_due_atom = caf::atom_constant<caf::atom("wait_due")>;

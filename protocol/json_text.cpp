@@ -272,6 +272,20 @@ object_writer& object_writer::value(std::string_view k, const json& v) {
   return *this;
 }
 
+object_writer& object_writer::members(std::string_view object_text) {
+  size_t open = object_text.find('{'), close = object_text.rfind('}');
+  if (open == std::string_view::npos || close == std::string_view::npos || close <= open)
+    return *this;
+  std::string_view inner = object_text.substr(open + 1, close - open - 1);
+  if (inner.find_first_not_of(" \t\r\n") == std::string_view::npos)
+    return *this;
+  if (!first_)
+    out_ += ", ";
+  first_ = false;
+  out_ += inner;
+  return *this;
+}
+
 std::string object_writer::finish() {
   out_ += '}';
   return std::move(out_);

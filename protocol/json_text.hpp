@@ -53,6 +53,10 @@ public:
   object_writer& boolean(std::string_view key, bool value);
   object_writer& null(std::string_view key);
   object_writer& value(std::string_view key, const json& value);
+  // The members of an object already encoded (a stored config, a request
+  // passed on as it came), spliced in as they are: the one place object
+  // text is joined without parsing it. Their keys must not repeat ours.
+  object_writer& members(std::string_view object_text);
   std::string finish(); // leaves the writer empty
 
 private:

@@ -1,0 +1,91 @@
+// The router: a decoded request goes to the handler of its type (one
+// on_request overload per request struct; a request type without one does
+// not compile). The handlers that only pass a request on to one session or
+// reader live here; the others with what they work on: broker_sessions.cpp
+// (the registry), broker_push.cpp (output), broker_questions.cpp (answers),
+// broker_studio.cpp (Hermes Studio's actions).
+#include "actors/broker_state.hpp"
+
+#include "actors/session_messages.hpp"
+#include "actors/test_faults.hpp"
+
+#include <variant>
+
+namespace hb::actors {
+
+using protocol::object_writer;
+
+void route(broker_actor* self, const reply_to& to, requests::any request) {
+  std::visit([&](auto& r) { on_request(self, to, r); }, request);
+}
+
+namespace {
+
+// Sends a request to an actor that answers with a complete response line.
+template <class... Ts>
+void forward(broker_actor* self, const reply_to& to, const caf::actor& dest, Ts&&... xs) {
+  self->request(dest, caf::infinite, std::forward<Ts>(xs)...)
+    .then([=](std::string& line) { respond(self, to, std::move(line)); },
+          [=](caf::error& err) { respond_failure(self, to, err); });
+}
+
+} // namespace
+
+void on_request(broker_actor* self, const reply_to& to, requests::ping&) {
+  object_writer w;
+  w.boolean("ok", true).boolean("pong", true).number("time", now_seconds()).str("agent_root",
+                                                                                self->state.settings->agent_root);
+  add_ping_fields(self, w);
+  respond(self, to, w.finish());
+}
+
+void on_request(broker_actor* self, const reply_to& to, requests::shutdown&) {
+  respond(self, to, object_writer{}.boolean("ok", true).str("status", "shutting_down").finish());
+  if (self->state.links.request_stop)
+    self->state.links.request_stop();
+}
+
+void on_request(broker_actor* self, const reply_to& to, requests::test_fault& r) {
+  auto why = caf::make_error(caf::sec::runtime_error, "killed by test_fault");
+  if (r.fault == "kill_writer") {
+    self->send_exit(self->state.links.writer, why);
+  } else if (r.fault == "kill_broker") {
+    return self->quit(why);
+  } else {
+    throw protocol::value_error("unknown fault: " + r.fault);
+  }
+  respond(self, to, object_writer{}.boolean("ok", true).finish());
+}
+
+void on_request(broker_actor* self, const reply_to& to, requests::chat& chat) {
+  if (chat.session_id.empty())
+    chat.session_id = new_id();
+  std::string id = chat.session_id;
+  caf::actor session = session_actor_for(self, id);
+  self->request(session, caf::infinite, std::move(chat))
+    .then(
+      [=](std::string& line, bool created) {
+        if (!created)
+          forget_session_actor(self, id, session); // its agent could not be built
+        respond(self, to, std::move(line));
+      },
+      [=](caf::error& err) { respond_failure(self, to, err); });
+}
+
+void on_request(broker_actor* self, const reply_to& to, requests::get_result& r) {
+  forward(self, to, next_reader(self), result_atom::value, r.run_id);
+}
+
+void on_request(broker_actor* self, const reply_to& to, requests::interrupt& r) {
+  forward(self, to, existing_session(self, r.session_id), interrupt_turn{r.message});
+}
+
+void on_request(broker_actor* self, const reply_to& to, requests::steer& r) {
+  forward(self, to, existing_session(self, r.session_id), steer_turn{r.text});
+}
+
+void on_request(broker_actor* self, const reply_to& to, requests::get_history& r) {
+  forward(self, to, existing_session(self, r.session_id), history_atom::value);
+}
+
+} // namespace hb::actors
