@@ -6,6 +6,7 @@
 #include "actors/broker_state.hpp"
 
 #include "actors/blocking_call.hpp"
+#include "actors/errors.hpp"
 #include "actors/responses.hpp"
 #include "actors/session.hpp"
 #include "actors/studio_messages.hpp"
@@ -41,21 +42,15 @@ std::string ok_merged(const std::string& result_json) {
 void profile_call(broker_actor* self, const reply_to& to, const std::string& profile, const std::string& op,
                   std::string args) {
   bridge::profile_host* host = &bridge::profiles();
-  using outcome = std::tuple<bool, std::string, std::string>;
   blocking_call(self,
-                [host, profile, op, args]() -> outcome {
-                  try {
+                [host, profile, op, args]() -> expected<std::string> {
+                  return catch_wire([&] {
                     bridge::check_profile(profile); // before a worker is started for it
-                    return {true, host->call(profile, op, args), ""};
-                  } catch (const protocol::wire_error& e) {
-                    return {false, e.type, e.what()};
-                  }
+                    return host->call(profile, op, args);
+                  });
                 })
-    .then(
-      [=](bool ok, std::string& payload, std::string& message) {
-        respond(self, to, ok ? ok_merged(payload) : error_line(payload, message));
-      },
-      [=](caf::error& err) { respond_failure(self, to, err); });
+    .then([=](std::string& payload) { respond(self, to, ok_merged(payload)); },
+          [=](caf::error& err) { respond_failure(self, to, err); });
 }
 
 // The profile a session-scoped operation runs in: the session's own, else

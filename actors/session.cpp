@@ -41,8 +41,8 @@ session_view view_of(const session_state& st) {
   session_view v;
   v.created = st.created;
   v.session_id = st.id;
-  v.running = st.busy && st.created;
-  v.current_run_id = st.run_id;
+  v.running = st.created && (st.busy || !st.finishing_run.empty());
+  v.current_run_id = st.run_id.empty() ? st.finishing_run : st.run_id;
   v.created_at = st.created_at;
   v.last_used_at = st.last_used_at;
   v.message_count = st.message_count;
@@ -342,7 +342,7 @@ void on_closing(session_actor* self, run_closing& closing) {
   if (run_id != st.run_id)
     return;
   st.busy = false;
-  st.run_id.clear();
+  st.finishing_run = std::exchange(st.run_id, std::string());
   st.last_used_at = now_seconds();
   if (closing.has_history) {
     st.history = std::move(closing.history); // the message is this actor's: no copy of a long conversation
@@ -482,6 +482,8 @@ void answer_waiting(session_actor* self, const std::string& run_id) {
 void on_run_done(session_actor* self, const std::string& run_id) {
   answer_waiting(self, run_id);
   auto& st = self->state;
+  if (st.finishing_run == run_id)
+    st.finishing_run.clear();
   if (st.busy)
     return;
   for (auto& rp : st.draining)
@@ -509,13 +511,13 @@ void on_history(session_actor* self, caf::response_promise rp) {
     return object_writer{}.boolean("ok", true).str("session_id", id).raw("history", history).finish();
   };
   if (!st.created)
-    return rp.deliver(error_line(protocol::key_error("unknown session: " + st.id)));
+    return rp.deliver(make_error(errc::not_found, "unknown session: " + st.id));
   if (st.history_loaded)
     return rp.deliver(answer(st.history));
   self->request(st.links.reader, caf::infinite, history_atom::value, st.id)
     .then([=](std::string& history) mutable { rp.deliver(answer(history)); },
           [=](caf::error& err) mutable {
-            rp.deliver(error_line("RuntimeError", "event log read failed: " + caf::to_string(err)));
+            rp.deliver(make_error(errc::failed, "event log read failed: " + caf::to_string(err)));
           });
 }
 

@@ -34,6 +34,10 @@ struct session_state {
   bool dormant = false;   // known from the log or idle-collected: listed, no agent yet
   bool history_loaded = true; // false for dormant sessions until someone needs it
   std::string run_id;     // the live run, empty when idle
+  // A run whose turn returned but whose end is not committed yet: the
+  // session still shows it as running, so that what `list` and `status` say
+  // never runs ahead of what get_output says (the seed's order).
+  std::string finishing_run;
   double created_at = 0;
   double last_used_at = 0;
   std::string config = "{}";

@@ -4,6 +4,7 @@
 // actors or threads, never from the CAF scheduler.
 #pragma once
 
+#include "protocol/json_text.hpp"
 #include "protocol/wire_error.hpp"
 
 #include <cstdint>
@@ -70,10 +71,10 @@ public:
   // Live facts for `status` as a JSON object, or empty for none. Cheap and
   // non-blocking: the session actor calls it on the scheduler.
   virtual std::string live_status() const { return {}; }
-  // Where this agent runs, as JSON object members without braces (the
-  // worker's key and pid), or empty; `status` adds them to the host's
-  // environment. Cheap and non-blocking, like live_status().
-  virtual std::string host_members() const { return {}; }
+  // Where this agent runs (the worker's key and pid) as a JSON object,
+  // empty for none; `status` adds its members to the host's environment.
+  // Cheap and non-blocking, like live_status().
+  virtual protocol::json host_members() const { return protocol::json::object(); }
   // Ends what lives outside this process (the tmux server). Called when the
   // session is destroyed or replaced, not when it is idle-collected or the
   // daemon stops: those leave a native TUI running to re-attach to.

@@ -10,7 +10,7 @@ namespace {
 // Set once in main() before any actor exists, read-only afterwards.
 struct hosting {
   std::shared_ptr<worker::worker_pool> pool; // null: embedded
-  std::string agent_json = "{}";
+  protocol::json agent = protocol::json::object(); // the agent's environment
   std::string hermes_home;
   bool available = true;
 };
@@ -20,9 +20,28 @@ hosting& the_host() {
 }
 } // namespace
 
+namespace {
+
+protocol::json environment_of(const std::string& agent_json) {
+  auto doc = protocol::json::parse(agent_json, nullptr, false);
+  return doc.is_object() ? doc : protocol::json::object();
+}
+
+// {"host": ..., <the environment's members>}
+protocol::json agent_summary() {
+  const auto& h = the_host();
+  protocol::json out;
+  out["host"] = h.pool ? "worker" : "embedded";
+  for (auto it = h.agent.begin(); it != h.agent.end(); ++it)
+    out[it.key()] = it.value();
+  return out;
+}
+
+} // namespace
+
 void host_agents_embedded(std::string agent_json, std::string hermes_home) {
   the_host().pool.reset();
-  the_host().agent_json = std::move(agent_json);
+  the_host().agent = environment_of(agent_json);
   the_host().hermes_home = std::move(hermes_home);
   the_host().available = true;
 }
@@ -30,7 +49,7 @@ void host_agents_embedded(std::string agent_json, std::string hermes_home) {
 void host_agents_in_workers(std::shared_ptr<worker::worker_pool> pool, std::string agent_json,
                             std::string hermes_home, bool available) {
   the_host().pool = std::move(pool);
-  the_host().agent_json = std::move(agent_json);
+  the_host().agent = environment_of(agent_json);
   the_host().hermes_home = std::move(hermes_home);
   the_host().available = available;
 }
@@ -68,29 +87,25 @@ profile_host& profiles() {
 }
 
 std::string agent_summary_json() {
-  const auto& h = the_host();
-  // {"host": ..., <the environment's fields>}
-  std::string inner = h.agent_json.size() > 2 ? h.agent_json.substr(1, h.agent_json.size() - 2) : std::string();
-  std::string out = std::string("{\"host\": \"") + (h.pool ? "worker" : "embedded") + "\"";
-  if (!inner.empty())
-    out += ", " + inner;
-  return out + "}";
+  return protocol::dumps(agent_summary());
 }
 
 std::string agents_json() {
-  const auto& h = the_host();
-  std::string out = agent_summary_json();
-  if (!h.pool)
-    return out;
-  out.pop_back();
-  return out + ", \"workers\": " + h.pool->health_json() + "}";
+  protocol::json out = agent_summary();
+  if (const auto& pool = the_host().pool)
+    out["workers"] = protocol::json::parse(pool->health_json(), nullptr, false);
+  return protocol::dumps(out);
 }
 
 std::string agent_status_json(const agent_host* agent) {
-  std::string out = agent_summary_json();
-  std::string members = agent ? agent->host_members() : std::string();
-  out.pop_back();
-  return out + (members.empty() ? "" : ", " + members) + ", \"loaded\": " + (agent ? "true" : "false") + "}";
+  protocol::json out = agent_summary();
+  if (agent) {
+    protocol::json members = agent->host_members();
+    for (auto it = members.begin(); it != members.end(); ++it)
+      out[it.key()] = it.value();
+  }
+  out["loaded"] = agent != nullptr;
+  return protocol::dumps(out);
 }
 
 studio_worker_maps studio_workers() {

@@ -12,12 +12,11 @@ constexpr std::chrono::seconds quick_call{15};
 constexpr std::chrono::seconds long_call{300};
 } // namespace
 
-std::string worker_session::host_members() const {
-  std::string o = protocol::object_writer{}
-                    .str("worker_key", worker_pool::key_of(*slot_))
-                    .integer("worker_pid", proc_->pid())
-                    .finish();
-  return o.substr(1, o.size() - 2);
+protocol::json worker_session::host_members() const {
+  protocol::json members;
+  members["worker_key"] = worker_pool::key_of(*slot_);
+  members["worker_pid"] = proc_->pid();
+  return members;
 }
 
 worker_session::worker_session(std::shared_ptr<worker_pool> pool, std::shared_ptr<worker_pool::slot> slot,

@@ -24,7 +24,7 @@ public:
   void interrupt(const std::string& message_json) override;
   bool steer(const std::string& text) override;
   bool usable() const override { return proc_->accepting(); }
-  std::string host_members() const override;
+  protocol::json host_members() const override;
   std::string call(const std::string& op, const std::string& args_json) override;
 
 private:
