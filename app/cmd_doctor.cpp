@@ -10,7 +10,6 @@
 #include "protocol/endpoint.hpp"
 #include "protocol/json_text.hpp"
 
-#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -23,12 +22,6 @@ struct doctor_flags {
   std::string hermes_home = "~/.hermes", db, hermes_bin = "hermes", native_dir = bridge::default_native_runtime_dir();
   bool json = false;
 };
-
-std::string absolute(const std::string& path) {
-  std::error_code ec;
-  auto p = std::filesystem::absolute(expand_user(path), ec);
-  return ec ? expand_user(path) : p.lexically_normal().string();
-}
 
 std::string check_json(const check_result& c) {
   protocol::object_writer w;
@@ -44,12 +37,12 @@ int doctor(const doctor_flags& f) {
   doctor_inputs in;
   in.agent_root = f.agent_root;
   in.agent_python = f.agent_python;
-  in.hermes_home = absolute(f.hermes_home);
-  in.db = f.db.empty() ? in.hermes_home + "/hermes-bridge/events.db" : absolute(f.db);
+  in.hermes_home = absolute_path(f.hermes_home);
+  in.db = f.db.empty() ? in.hermes_home + "/hermes-bridge/events.db" : absolute_path(f.db);
   in.endpoint = f.endpoint;
   in.token_file = f.token_file;
   in.hermes_bin = f.hermes_bin;
-  in.native_dir = absolute(f.native_dir);
+  in.native_dir = absolute_path(f.native_dir);
 
   check_list checks;
   check_agent(in, checks);

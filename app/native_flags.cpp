@@ -1,5 +1,7 @@
 #include "app/native_flags.hpp"
 
+#include "app/tool_support.hpp"
+
 #include <chrono>
 #include <cstdlib>
 
@@ -33,15 +35,14 @@ void add_native_flags(CLI::App& serve, native_flags& flags) {
     ->capture_default_str();
 }
 
-std::shared_ptr<const hb::bridge::native_options>
-native_options_from(const native_flags& flags, const std::string& hermes_home,
-                    const std::function<std::string(const std::string&)>& absolute) {
+std::shared_ptr<const hb::bridge::native_options> native_options_from(const native_flags& flags,
+                                                                     const std::string& hermes_home) {
   auto options = std::make_shared<hb::bridge::native_options>();
   options->hermes_bin = flags.hermes_bin;
-  options->runtime_dir = absolute(flags.dir);
+  options->runtime_dir = absolute_path(flags.dir);
   options->hermes_home = hermes_home;
   const char* state_db = std::getenv("HERMES_STATE_DB");
-  options->state_db = state_db && *state_db ? absolute(state_db) : hermes_home + "/state.db";
+  options->state_db = state_db && *state_db ? absolute_path(state_db) : hermes_home + "/state.db";
   options->confirm_timeout = std::chrono::milliseconds(static_cast<int64_t>(flags.confirm_s * 1000));
   options->approval_timeout_s = flags.approval_timeout_s;
   options->max_native = flags.max_native;

@@ -6,7 +6,6 @@
 
 #include <CLI/CLI.hpp>
 
-#include <functional>
 #include <memory>
 #include <string>
 
@@ -22,9 +21,7 @@ struct native_flags {
 
 void add_native_flags(CLI::App& serve, native_flags& flags);
 
-// `absolute` makes a flag's path absolute (~ expanded).
-std::shared_ptr<const hb::bridge::native_options>
-native_options_from(const native_flags& flags, const std::string& hermes_home,
-                    const std::function<std::string(const std::string&)>& absolute);
+std::shared_ptr<const hb::bridge::native_options> native_options_from(const native_flags& flags,
+                                                                     const std::string& hermes_home);
 
 } // namespace hb::app

@@ -24,6 +24,12 @@ std::string expand_user(const std::string& path) {
   return path;
 }
 
+std::string absolute_path(const std::string& path) {
+  std::error_code ec;
+  auto p = std::filesystem::absolute(expand_user(path), ec);
+  return ec ? expand_user(path) : p.lexically_normal().string();
+}
+
 std::string log_path(const log_location& where) {
   if (!where.db.empty())
     return expand_user(where.db);

@@ -40,6 +40,9 @@ void add_log_options(CLI::App* sub, log_location& where);
 // The file the daemon would use: --db, else <hermes-home>/hermes-bridge/events.db.
 std::string log_path(const log_location& where);
 std::string expand_user(const std::string& path);
+// `path` with ~ expanded, made absolute against the current directory and
+// normal (as given, ~ expanded, when the current directory is unknown).
+std::string absolute_path(const std::string& path);
 
 // A value option whose value is checked by the tool (so a bad value exits 2).
 CLI::Option* add_value(CLI::App* sub, const std::string& name, std::string& value,

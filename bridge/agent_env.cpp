@@ -43,6 +43,30 @@ bool holds_run_agent(const std::string& dir) {
   return fs::is_regular_file(fs::path(dir) / "run_agent.py", ec);
 }
 
+// Every executable `name` along PATH, in order (`which -a`), each with
+// whether its PATH entry is the current directory (empty, relative or the
+// cwd itself): a program a directory one merely stands in offers comes last.
+struct path_hit {
+  std::string path;
+  bool in_cwd = false;
+};
+std::vector<path_hit> which_all(const std::string& name, const std::string& path, const std::string& cwd) {
+  std::vector<path_hit> out;
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find(':', start);
+    if (end == std::string::npos)
+      end = path.size();
+    std::string dir = path.substr(start, end - start);
+    bool in_cwd = dir.empty() || dir.front() != '/' || normal(dir) == normal(cwd);
+    std::string candidate = normal((dir.empty() ? cwd : dir.front() == '/' ? dir : cwd + "/" + dir) + "/" + name);
+    if (is_executable_file(candidate))
+      out.push_back({candidate, in_cwd});
+    start = end + 1;
+  }
+  return out;
+}
+
 // `name` through PATH, or itself when it names a path (Studio's `which`).
 std::string which(const std::string& name, const std::string& path, const std::string& cwd) {
   if (name.empty())
@@ -51,18 +75,8 @@ std::string which(const std::string& name, const std::string& path, const std::s
     std::string p = name.front() == '/' ? name : cwd + "/" + name;
     return is_executable_file(p) ? normal(p) : std::string();
   }
-  size_t start = 0;
-  while (start <= path.size()) {
-    size_t end = path.find(':', start);
-    if (end == std::string::npos)
-      end = path.size();
-    std::string dir = path.substr(start, end - start);
-    std::string candidate = (dir.empty() ? cwd : dir) + "/" + name;
-    if (is_executable_file(candidate))
-      return candidate;
-    start = end + 1;
-  }
-  return {};
+  auto hits = which_all(name, path, cwd);
+  return hits.empty() ? std::string() : hits.front().path;
 }
 
 // The interpreter named by a script's `#!` line (its first word: `#!/usr/bin/env
@@ -115,30 +129,6 @@ std::vector<std::string> roots_from_hermes_bin(const std::string& hermes) {
     fs::path dir = fs::path(python).parent_path();
     for (auto rel : {"../..", "../../hermes-agent", "../../lib/hermes-agent"})
       add_unique(out, (dir / rel).string());
-  }
-  return out;
-}
-
-// Every executable `name` along PATH, in order (`which -a`), each with
-// whether its PATH entry is the current directory (empty, relative or the
-// cwd itself): a program a directory one merely stands in offers comes last.
-struct path_hit {
-  std::string path;
-  bool in_cwd = false;
-};
-std::vector<path_hit> which_all(const std::string& name, const std::string& path, const std::string& cwd) {
-  std::vector<path_hit> out;
-  size_t start = 0;
-  while (start <= path.size()) {
-    size_t end = path.find(':', start);
-    if (end == std::string::npos)
-      end = path.size();
-    std::string dir = path.substr(start, end - start);
-    bool in_cwd = dir.empty() || dir.front() != '/' || normal(dir) == normal(cwd);
-    std::string candidate = normal((dir.empty() ? cwd : dir.front() == '/' ? dir : cwd + "/" + dir) + "/" + name);
-    if (is_executable_file(candidate))
-      out.push_back({candidate, in_cwd});
-    start = end + 1;
   }
   return out;
 }

@@ -1,8 +1,9 @@
 // The inside of a native session, shared by the files that implement it:
-// native_session.cpp (launch, re-attach and the turn loop), native_delivery.cpp
-// (getting a message into the TUI and finding the row it became),
-// native_approvals.cpp (the Dangerous Command prompt as a client question)
-// and native_clarify.cpp (the clarify panel as one).
+// native_launch.cpp (launch, re-attach, the alive watcher), native_turn.cpp
+// (the turn loop), native_session.cpp (interrupt, steer, status, close),
+// native_delivery.cpp (getting a message into the TUI and finding the row it
+// became), native_approvals.cpp (the Dangerous Command prompt as a client
+// question) and native_clarify.cpp (the clarify panel as one).
 #pragma once
 
 #include "bridge/tmux/clarify_panel.hpp"
@@ -80,7 +81,7 @@ struct native_session::impl {
   impl(std::string id, std::string ws, std::string d, native_options o, std::string tmux_bin);
   ~impl();
 
-  // native_session.cpp
+  // native_launch.cpp
   void start_watching(); // keeps `alive` current while nobody runs a turn
   void stop_watching();
   void remember();       // what a re-attaching daemon needs to find its way back

@@ -1,0 +1,164 @@
+#include "app/serve.hpp"
+
+#include "actors/daemon.hpp"
+#include "actors/daemon_log.hpp"
+#include "actors/vocabulary.hpp"
+#include "app/access.hpp"
+#include "app/build_info.hpp"
+#include "app/embedded_hosting.hpp"
+#include "app/open_files.hpp"
+#include "app/tool_support.hpp"
+#include "bridge/agent_env.hpp"
+#include "bridge/agent_hosting.hpp"
+#include "bridge/tmux/tmux_server.hpp"
+#include "protocol/endpoint.hpp"
+#include "protocol/json_text.hpp"
+#include "protocol/trust.hpp"
+#include "storage/log_startup.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+
+namespace hb::app {
+
+using actors::log_event;
+using actors::log_level;
+
+namespace {
+
+void report_background_check(const std::string& path, const std::string& verdict) {
+  if (verdict == "ok")
+    log_event(log_level::info, "log.integrity_ok", "", {{"path", path}});
+  else
+    log_event(log_level::error, "log.damaged", storage::damage_advice(path, verdict), {{"path", path}});
+}
+
+int refuse_to_start(std::string_view message) {
+  log_event(log_level::error, "daemon.start_failed", message);
+  return 1;
+}
+
+int run_serve(const serve_flags& flags, int ready_fd) {
+  actors::set_log_level(actors::parse_log_level(flags.log_level).value_or(log_level::info));
+  if (auto format = actors::parse_log_format(flags.log_format))
+    actors::set_log_format(*format);
+  protocol::endpoint endpoint;
+  try {
+    endpoint = protocol::parse_endpoint(flags.endpoint);
+  } catch (const std::exception& e) {
+    return refuse_to_start(e.what());
+  }
+  std::string home = absolute_path(flags.hermes_home);
+  std::string db_path = flags.db.empty() ? home + "/hermes-bridge/events.db" : absolute_path(flags.db);
+
+  storage::opened_log log;
+  try {
+    storage::startup_options options;
+    options.synchronous = flags.synchronous;
+    options.skip_integrity_check = flags.skip_integrity_check;
+    options.check_before_serving_max_bytes = flags.integrity_check_max_mb << 20;
+    log = storage::open_for_serving(db_path, options, actors::now_seconds());
+  } catch (const std::exception& e) {
+    return refuse_to_start("cannot serve event log " + db_path + ": " + e.what());
+  }
+  log_event(log_level::info, "log.recovered", "",
+            {{"path", db_path},
+             {"ms", std::to_string(static_cast<int>(log.seconds * 1000))},
+             {"runs_interrupted", std::to_string(log.recovered.runs_interrupted)},
+             {"approvals_denied", std::to_string(log.recovered.approvals_denied)},
+             {"compressions_failed", std::to_string(log.recovered.compressions_failed)},
+             {"turns_kept", std::to_string(log.recovered.turns_kept)},
+             {"sessions_dormant", std::to_string(log.sessions.size())}});
+
+  actors::daemon_settings settings;
+  settings.hermes_home = home;
+  settings.version_json = build_info_json();
+  // Found the way Hermes Studio finds it, whichever host runs it.
+  auto env = bridge::find_agent_env(
+    bridge::agent_env_inputs::from_process(flags.agent_root, home, flags.agent_python));
+  if (flags.agent_host == "worker") {
+    if (int rc = host_in_workers(flags.workers, home, env, settings); rc != 0)
+      return rc;
+  } else if (int rc = host_embedded(flags.agent_root, flags.harness == "native", home, env, settings); rc != 0) {
+    return rc;
+  }
+  settings.default_harness = flags.harness;
+  settings.native = native_options_from(flags.native, home);
+  if (flags.harness == "native") {
+    // Said at start as well as on each native chat: a person starting a
+    // native daemon should learn at once what it lacks.
+    std::string tmux = bridge::find_executable("tmux");
+    if (tmux.empty())
+      log_event(log_level::warn, "native.tmux_missing",
+                std::string("tmux not found on PATH: native sessions need tmux ") + bridge::minimum_tmux +
+                  " or newer");
+    else if (auto problem = bridge::tmux_version_problem(tmux))
+      log_event(log_level::warn, "native.tmux_unusable", *problem, {{"tmux", tmux}});
+  }
+
+  int listen_fd = -1;
+  bool activated = false;
+  try {
+    listen_fd = inherited_listener();
+    activated = listen_fd >= 0;
+    if (!flags.token_file.empty())
+      settings.token = read_token_file(flags.token_file);
+    protocol::require_trusted_tree(settings.native->runtime_dir, "native session directory");
+    if (!activated)
+      listen_fd = protocol::listen_on(endpoint);
+    check_listener_reach(listen_fd, activated, !settings.token.empty());
+  } catch (const std::exception& e) {
+    if (listen_fd >= 0)
+      ::close(listen_fd);
+    return refuse_to_start(e.what());
+  }
+  settings.endpoint = flags.endpoint;
+  settings.db_path = db_path;
+  try {
+    auto budget = fit_connections(flags.max_connections);
+    settings.max_connections = budget.max_connections;
+    if (budget.lowered)
+      log_event(log_level::warn, "connections.capped", "--max-connections lowered to fit the open-file limit",
+                {{"max_connections", std::to_string(budget.max_connections)},
+                 {"open_file_limit", std::to_string(budget.open_file_limit)}});
+  } catch (const std::exception& e) {
+    ::close(listen_fd);
+    return refuse_to_start(e.what());
+  }
+  settings.max_pending_bytes = flags.max_pending_bytes;
+  settings.max_sessions = flags.max_sessions;
+  if (endpoint.type == protocol::endpoint::kind::ipc && !activated)
+    settings.socket_path = endpoint.path; // unlinked on stop (systemd owns an inherited one)
+  settings.idle_timeout = std::chrono::seconds(flags.idle_timeout_s);
+  settings.gc_interval = std::chrono::seconds(flags.gc_interval_s);
+  settings.finished_cache_bytes = flags.finished_cache_mb << 20;
+  apply_connection_flags(flags.connections, settings);
+  settings.retain_days = flags.retain_days;
+  settings.retain_mb = flags.retain_mb;
+  settings.prune_interval = std::chrono::milliseconds(static_cast<int64_t>(flags.prune_interval_s * 1000));
+
+  return actors::serve(settings, listen_fd, log.writer, log.sessions, [&] {
+    std::string line = protocol::object_writer{}
+                         .str("event", "ready")
+                         .str("endpoint", flags.endpoint).raw("agent", bridge::agent_summary_json())
+                         .finish() + "\n";
+    [[maybe_unused]] auto n = ::write(ready_fd, line.data(), line.size());
+    if (log.check_after_serving)
+      storage::check_in_background(db_path, report_background_check);
+  });
+}
+
+} // namespace
+
+// stdout carries exactly one line, the ready line. Everything else that
+// would write there (the agent prints, so do some libraries) goes to stderr.
+int run_serve_command(const serve_flags& flags) {
+  int ready_fd = ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 0); // never inherited by a child (tmux, workers)
+  ::dup2(STDERR_FILENO, STDOUT_FILENO);
+  return run_serve(flags, ready_fd);
+}
+
+} // namespace hb::app
