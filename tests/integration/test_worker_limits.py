@@ -177,7 +177,8 @@ class Workspaces(unittest.TestCase):
     def test_a_session_id_reused_after_destroy_does_not_inherit_the_workspace(self):
         ws = tempfile.mkdtemp(prefix="hb-ws-")
         self.addCleanup(os.rmdir, ws)
-        with Bridge(args=WORKER) as b:
+        # One worker: the same process, whose tool state could carry the workspace over.
+        with Bridge(args=WORKER + ["--workers-per-profile", "1"]) as b:
             first = b.chat("s", "script:cwd", workspace=ws, wait=True)
             self.assertEqual(first["output"], f"cwd={ws} ")
             pid = live_pid(b, "default")
