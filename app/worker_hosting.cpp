@@ -7,11 +7,15 @@
 #include "bridge/worker/worker_pool.hpp"
 #include "protocol/trust.hpp"
 
+#include <sched.h>
 #include <unistd.h>
+
+#include <algorithm>
 
 #include <chrono>
 #include <cstdlib>
 #include <stdexcept>
+#include <thread>
 
 namespace hb::app {
 
@@ -20,9 +24,11 @@ using actors::log_level;
 
 void add_worker_flags(CLI::App& serve, worker_flags& flags) {
   serve.add_option("--workers-per-profile", flags.per_profile,
-                   "worker processes per profile; its sessions are spread over them")
+                   "worker processes per profile: auto (sessions only on workers done importing the agent, "
+                   "a spare warmed in the background while all are busy, up to the cores, at most 4), or a "
+                   "fixed count its sessions are spread over")
     ->envname("HERMES_BRIDGE_WORKERS_PER_PROFILE")
-    ->check(CLI::PositiveNumber)
+    ->check(CLI::IsMember({"auto"}) | CLI::PositiveNumber)
     ->capture_default_str();
   serve.add_option("--max-workers", flags.max_workers,
                    "worker processes in all, over every profile; a chat that needs one more is refused "
@@ -51,6 +57,22 @@ void add_worker_flags(CLI::App& serve, worker_flags& flags) {
     ->check(CLI::PositiveNumber)
     ->capture_default_str();
 }
+
+namespace {
+
+// Automatic workers per profile stop here even on a big machine: each holds
+// an agent's memory (about 100 MB for the real one), and a profile's turns
+// rarely need more processes than this to use the cores.
+constexpr size_t max_auto_workers = 4;
+
+size_t usable_cores() {
+  cpu_set_t set;
+  if (::sched_getaffinity(0, sizeof set, &set) == 0)
+    return std::max(1, CPU_COUNT(&set)); // a container's or taskset's share, not the machine's
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+} // namespace
 
 std::string default_worker_dir() {
   if (const char* xdg = std::getenv("XDG_RUNTIME_DIR"); xdg && *xdg)
@@ -100,7 +122,8 @@ int host_in_workers(const worker_flags& flags, const std::string& home, const br
   auto ms = [](double s) { return std::chrono::milliseconds(static_cast<int64_t>(s * 1000)); };
   options.launch.heartbeat = ms(flags.heartbeat_s);
   options.launch.unresponsive_after = ms(flags.unresponsive_s);
-  options.per_profile = flags.per_profile;
+  options.per_profile = flags.per_profile == "auto" ? 0 : std::stoul(flags.per_profile);
+  options.auto_cap = std::min<size_t>(usable_cores(), max_auto_workers);
   options.max_workers = flags.max_workers;
   options.idle_timeout = std::chrono::seconds(static_cast<int64_t>(flags.idle_timeout_s));
   options.max_rss_mb = flags.max_rss_mb;

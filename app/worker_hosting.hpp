@@ -12,7 +12,7 @@
 namespace hb::app {
 
 struct worker_flags {
-  size_t per_profile = 1;
+  std::string per_profile = "auto"; // "auto" or a fixed count
   double idle_timeout_s = 300;
   double max_rss_mb = 0;
   size_t max_workers = 16;

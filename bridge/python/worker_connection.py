@@ -1,6 +1,6 @@
-"""The worker's socket to the daemon (fd 3): frames queued whole, in order,
-and sent by a writer thread of its own (worker_main.py uses it; the frame
-format is worker_frames.py's). Stdlib only."""
+"""The worker's socket to the daemon (fd 3): frames queued in order and sent
+by a writer thread of its own (worker_main.py uses it; the frame format is
+worker_frames.py's). Stdlib only."""
 
 from __future__ import annotations
 
@@ -16,15 +16,21 @@ if TYPE_CHECKING:
 
 
 class Connection:
-    """The socket to the daemon. Frames are queued whole under one lock, in
-    the order they are made, and a writer thread sends what has queued in
-    one system call: a busy worker sends many deltas per write instead of
-    paying a write (and a wake-up of the daemon's reader) for each. The lock
-    is re-entrant so that resolve_gateway can hold it across the call that
-    wakes an agent thread (see Worker.resolve_gateway)."""
+    """The socket to the daemon. Senders only append a frame's fields to a
+    list under one lock, in the order the frames are made; the writer
+    thread takes everything that piled up meanwhile, encodes it in one go
+    (a turn's frames that follow each other as one `batch` frame) and sends
+    it in one system call. So a busy worker pays one encoding call, one
+    frame for the daemon to parse and one write per batch rather than per
+    delta, and its 64 turn threads hold the lock for a list append only. An
+    idle writer sends a lone frame at once: batches form only from what
+    waits anyway. The lock is re-entrant so that resolve_gateway can hold
+    it across the call that wakes an agent thread (see
+    Worker.resolve_gateway)."""
 
-    # Queued bytes past which senders wait: back-pressure reaches the agent's
-    # threads when the daemon reads slowly, as it would with a full socket.
+    # Queued bytes (about: characters) past which senders wait: back-pressure
+    # reaches the agent's threads when the daemon reads slowly, as it would
+    # with a full socket.
     QUEUE_LIMIT = 8 << 20
 
     def __init__(self, sock: socket.socket) -> None:
@@ -32,16 +38,19 @@ class Connection:
         self.inbox = sock.makefile("rb")
         self.lock = threading.RLock()
         self.cond = threading.Condition(self.lock)
-        self.queue = bytearray()
+        self.queue: list[dict[str, Any]] = []
+        self.queued = 0  # about the bytes in self.queue
+        self.blocked = 0  # senders waiting for room
+        self.idle = False  # the writer waits for frames
         self.broken = False
         self.sending = False
         threading.Thread(target=self._send_loop, name="hermes-bridge-frames", daemon=True).start()
 
     # Positional-only: an ask frame has a field named "kind".
     def send(self, frame_kind: str, /, **fields: Any) -> bool:
-        data = frames.encode(frame_kind, fields)
+        body = {"t": frame_kind, **fields}
         with self.lock:
-            return self._queue(data)
+            return self._queue(body, frames.size_hint(body))
 
     def send_for(self, turn: "Turn", frame_kind: str, /, **fields: Any) -> bool:
         """A turn's frame, numbered in the order it is queued."""
@@ -49,36 +58,56 @@ class Connection:
             if turn.closed:
                 return False  # a thread the turn left behind
             turn.seq += 1
-            fields["turn"], fields["seq"] = turn.turn_id, turn.seq
-            return self._queue(frames.encode(frame_kind, fields))
+            body = {"t": frame_kind, "turn": turn.turn_id, "seq": turn.seq, **fields}
+            return self._queue(body, frames.size_hint(body))
+
+    def send_text(self, turn: "Turn", text: str) -> bool:
+        """send_for(turn, "text", text=text), without the keyword dance: the
+        one frame a streaming agent sends thousands of times a second."""
+        with self.lock:
+            if turn.closed:
+                return False
+            turn.seq += 1
+            return self._queue({"t": "text", "turn": turn.turn_id, "seq": turn.seq, "text": text},
+                               len(text) + frames.FRAME_OVERHEAD)
 
     def send_now(self, frame_kind: str, /, **fields: Any) -> bool:
         """A frame that does not wait for room (a heartbeat's reply: tiny, and
         it must not look like a hung worker while the daemon reads slowly)."""
-        data = frames.encode(frame_kind, fields)
+        body = {"t": frame_kind, **fields}
         with self.lock:
-            return self._queue(data, wait=False)
+            return self._queue(body, frames.FRAME_OVERHEAD, wait=False)
 
-    def _queue(self, data: bytes, wait: bool = True) -> bool:
-        while wait and len(self.queue) > self.QUEUE_LIMIT and not self.broken:
+    def _queue(self, body: dict[str, Any], size: int, wait: bool = True) -> bool:
+        if size > frames.MAX_FRAME_BYTES:  # the sender's error, as when it encoded its own frames
+            raise frames.FrameError(f"frame of about {size} bytes is over the limit")
+        while wait and self.queued > self.QUEUE_LIMIT and not self.broken:
+            self.blocked += 1
             self.cond.wait(1.0)
+            self.blocked -= 1
         if self.broken:
             return False
-        self.queue += data
-        self.cond.notify_all()
+        self.queue.append(body)
+        self.queued += size
+        if self.idle:
+            self.idle = False
+            self.cond.notify_all()
         return True
 
     def _send_loop(self) -> None:
         while True:
             with self.cond:
                 while not self.queue:
+                    self.idle = True
                     self.cond.wait()
-                data, self.queue = bytes(self.queue), bytearray()
+                bodies, self.queue, self.queued = self.queue, [], 0
                 self.sending = True
-                self.cond.notify_all()  # room for blocked senders
+                if self.blocked:
+                    self.cond.notify_all()  # room for blocked senders
             try:
-                self.sock.sendall(data)
-            except OSError:
+                # Encoded here, on the one writer thread, not on the agents'.
+                self.sock.sendall(frames.encode_all(bodies))
+            except (OSError, frames.FrameError):
                 with self.cond:
                     self.broken = True
                     self.queue.clear()

@@ -19,9 +19,46 @@ class FrameError(Exception):
     """The stream cannot be read any further."""
 
 
+# About what a frame costs beyond its text fields (for queue accounting).
+FRAME_OVERHEAD = 48
+# The kinds a `batch` frame carries: a turn's, which pile up while the
+# writer is busy (FRAMES.md).
+BATCH_KINDS = frozenset(("text", "event", "ask", "notify", "turn_end"))
+
+
+def size_hint(body: dict[str, Any]) -> int:
+    """About the bytes of a frame body: its text fields' lengths."""
+    return FRAME_OVERHEAD + sum(len(v) for v in body.values() if isinstance(v, str))
+
+
 def encode(kind: str, fields: dict[str, Any]) -> bytes:
-    body = dict(t=kind)
-    body.update(fields)
+    return encode_body({"t": kind, **fields})
+
+
+def encode_all(bodies: list[dict[str, Any]]) -> bytes:
+    """Frame bodies, in order, as the bytes to send: each run of turn frames
+    that follow each other as one `batch` frame (a lone one as itself), every
+    other frame as itself. Order and each frame's `seq` are kept."""
+    chunks: list[bytes] = []
+    run: list[dict[str, Any]] = []
+    for body in bodies:
+        if body["t"] in BATCH_KINDS:
+            run.append(body)
+            continue
+        if run:
+            chunks.append(_encode_run(run))
+            run = []
+        chunks.append(encode_body(body))
+    if run:
+        chunks.append(_encode_run(run))
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def _encode_run(run: list[dict[str, Any]]) -> bytes:
+    return encode_body(run[0] if len(run) == 1 else {"t": "batch", "frames": run})
+
+
+def encode_body(body: dict[str, Any]) -> bytes:
     # Text reaching here was cleaned of lone surrogates (bridge_json.clean_text);
     # "replace" only keeps a stray one from killing the worker.
     data = json.dumps(body, ensure_ascii=False).encode("utf-8", "replace")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import importlib
 import itertools
 import json
 import os
@@ -66,7 +67,7 @@ class Turn:
     def text(self, text: Any) -> None:
         if text is None:
             return
-        self.worker.conn.send_for(self, "text", text=clean_text(text if isinstance(text, str) else str(text)))
+        self.worker.conn.send_text(self, clean_text(text if isinstance(text, str) else str(text)))
 
     def event(self, json_text: str) -> None:
         self.worker.conn.send_for(self, "event", json=json_text)
@@ -268,10 +269,27 @@ class Worker:
             deadline.wait(0.05)
 
 
-def preimport(profile: str) -> None:
-    """Imports run_agent ahead of the first create_session (seconds for the
-    real agent), inside the profile's environment as create_session would:
-    its module-level code reads HERMES_HOME and loads that home's .env."""
+# What the first AIAgent of a process and its first turn import beyond
+# run_agent (hermes-agent 0.18; a module an agent lacks is skipped): its
+# model client and the client's resources (loaded on first use), the
+# provider resolution, its init helpers, session store and turn loop.
+# Measured on the real agent, after `import run_agent` alone a fresh
+# process's first session took 5 s and its first turn 4 s more (later ones
+# 0.2 s and 0.15 s): a spare warmed without them makes its first session wait.
+FIRST_AGENT_MODULES = (
+    "openai", "httpx", "openai.resources", "openai.lib.streaming.chat", "hermes_cli.runtime_provider",
+    "agent.agent_init", "hermes_state", "agent.transports.chat_completions", "agent.conversation_loop",
+    "agent.system_prompt", "agent.chat_completion_helpers", "agent.turn_context", "agent.turn_finalizer",
+    "agent.conversation_compression", "agent.prompt_caching", "agent.display", "agent.title_generator",
+    "hermes_cli.skin_engine", "hermes_cli.moa_config")
+
+
+def preimport(profile: str, conn: Connection) -> None:
+    """Imports run_agent and FIRST_AGENT_MODULES ahead of the first
+    create_session (seconds for the real agent), inside the profile's
+    environment as create_session would: its module-level code reads
+    HERMES_HOME and loads that home's .env. Then says `warm`: the daemon
+    places new sessions only on warm workers."""
     try:
         from bridge_profiles import GATE, PATHS
         with GATE.hold(profile or "default"):
@@ -279,8 +297,14 @@ def preimport(profile: str) -> None:
             if root is not None and str(root) not in sys.path:
                 sys.path.insert(0, str(root))
             import run_agent  # noqa: F401
+            for name in FIRST_AGENT_MODULES:
+                try:
+                    importlib.import_module(name)
+                except Exception:
+                    pass  # not this agent's, or broken: its first session says so if it matters
     except BaseException:
         pass  # create_session imports it again and reports what fails
+    conn.send("warm")
 
 
 def main(argv: list[str]) -> int:
@@ -303,8 +327,10 @@ def main(argv: list[str]) -> int:
     conn.send("ready", pid=os.getpid(), python=env["python"], python_version=env["python_version"],
               agent_root=str(root), agent_version=env["agent_version"], error=clean_text(error))
     worker = Worker(conn, error)
-    if not error:
-        threading.Thread(target=preimport, args=(args.profile,), daemon=True).start()
+    if error:
+        conn.send("warm")  # nothing to import: every create_session fails at once with the error
+    else:
+        threading.Thread(target=preimport, args=(args.profile, conn), daemon=True).start()
     why = "hermes-bridge went away"
     try:
         while True:

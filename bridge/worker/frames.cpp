@@ -62,6 +62,9 @@ template <class F> void fields(F& f, turn_end& x) {
     f("history", x.history), f("message_count", x.message_count);
 }
 
+template <class F> void fields(F&, warm&) {}
+template <class F> void fields(F& f, batch& x) { f("frames", x.frames); }
+
 template <class T> constexpr const char* kind_name();
 #define HB_FRAME_NAME(type) \
   template <> constexpr const char* kind_name<type>() { return #type; }
@@ -86,10 +89,22 @@ HB_FRAME_NAME(event)
 HB_FRAME_NAME(ask)
 HB_FRAME_NAME(notify)
 HB_FRAME_NAME(turn_end)
+HB_FRAME_NAME(warm)
+HB_FRAME_NAME(batch)
 #undef HB_FRAME_NAME
+
+template <class Variant> json body_of(const Variant& frame);
+template <class Variant, size_t I = 0> Variant decode_kind(json& body, const std::string& kind);
+template <class Variant> Variant decode_body(json& body);
 
 struct writer {
   json& out;
+  int operator()(const char* key, const std::vector<turn_frame>& frames) {
+    json& list = out[key] = json::array();
+    for (const auto& f : frames)
+      list.push_back(body_of(f));
+    return 0;
+  }
   template <class V> int operator()(const char* key, const V& v) {
     out[key] = v;
     return 0;
@@ -132,6 +147,15 @@ struct reader {
       v = std::move(j.get_ref<std::string&>());
     else
       wrong(key, "a string or null");
+    return 0;
+  }
+  int operator()(const char* key, std::vector<turn_frame>& v) {
+    json& j = at(key);
+    if (!j.is_array())
+      wrong(key, "an array");
+    v.reserve(j.size());
+    for (json& body : j)
+      v.push_back(decode_body<turn_frame>(body));
     return 0;
   }
   int operator()(const char* key, uint64_t& v) {
@@ -185,7 +209,7 @@ std::string frame_parts(const std::string& text) {
   return out;
 }
 
-template <class Variant> std::string encode_any(const Variant& frame) {
+template <class Variant> json body_of(const Variant& frame) {
   json body = json::object();
   std::visit(
     [&](const auto& x) {
@@ -195,12 +219,16 @@ template <class Variant> std::string encode_any(const Variant& frame) {
       fields(w, const_cast<T&>(x)); // the writer only reads
     },
     frame);
-  // Replacement, not an exception, for invalid UTF-8: the worker already
-  // cleaned its text, so this only guards against a bug turning into a crash.
-  return frame_parts(body.dump(-1, ' ', false, json::error_handler_t::replace));
+  return body;
 }
 
-template <class Variant, size_t I = 0> Variant decode_kind(json& body, const std::string& kind) {
+template <class Variant> std::string encode_any(const Variant& frame) {
+  // Replacement, not an exception, for invalid UTF-8: the worker already
+  // cleaned its text, so this only guards against a bug turning into a crash.
+  return frame_parts(body_of(frame).dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
+template <class Variant, size_t I> Variant decode_kind(json& body, const std::string& kind) {
   if constexpr (I == std::variant_size_v<Variant>) {
     throw frame_error("unknown frame kind: " + kind.substr(0, 40));
   } else {
@@ -219,6 +247,10 @@ template <class Variant> Variant decode_any(std::string_view text) {
   json body = json::parse(text.begin(), text.end(), nullptr, false);
   if (body.is_discarded())
     throw frame_error("frame body is not JSON");
+  return decode_body<Variant>(body);
+}
+
+template <class Variant> Variant decode_body(json& body) {
   if (!body.is_object())
     throw frame_error("frame body is not a JSON object");
   auto t = body.find("t");

@@ -115,11 +115,18 @@ struct turn_end {
   std::optional<std::string> result, error, history;
   int64_t message_count = 0;
 };
+struct warm {};           // the agent's imports are done (or failed): sessions may come
+// The turn frames that piled up while the worker's writer was busy, in the
+// order (and with the seq) they would have gone one by one.
+using turn_frame = std::variant<text, event, ask, notify, turn_end>;
+struct batch {
+  std::vector<turn_frame> frames;
+};
 
 using to_worker = std::variant<create_session, prepare_turn, start_turn, interrupt_turn, steer_turn,
                                release_session, resolve_gateway, session_call, profile_call, answer,
                                committed, shutdown, heartbeat>;
-using from_worker = std::variant<ready, reply, text, event, ask, notify, turn_end, heartbeat_reply>;
+using from_worker = std::variant<ready, reply, text, event, ask, notify, turn_end, heartbeat_reply, warm, batch>;
 
 // A frame that cannot be read: the stream is corrupt and the worker is cut off.
 struct frame_error : std::runtime_error {

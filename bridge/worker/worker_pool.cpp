@@ -1,5 +1,7 @@
 #include "bridge/worker/worker_pool.hpp"
 
+#include "bridge/worker/worker_pool_slot.hpp"
+
 #include "bridge/worker/worker_session.hpp"
 #include "protocol/json_text.hpp"
 #include "protocol/wire_error.hpp"
@@ -17,27 +19,15 @@ constexpr double max_backoff_s = 30;
 constexpr std::chrono::seconds create_deadline{300}; // AIAgent construction; `uv run` may build a venv first
 } // namespace
 
-struct worker_pool::slot {
-  std::string profile;
-  size_t index = 0;
-  std::mutex start_mu;                  // one start at a time; other slots and profiles go on
-  std::shared_ptr<worker_process> proc; // guarded by the pool's mu_
-  size_t sessions = 0;                  // guarded by the pool's mu_
-  int crashes = 0;                      // deaths in a row, each soon after its start
-  int restarts = 0;
-  int recycled = 0;                     // stopped for idleness or size, not deaths
-  std::string last_death;
-  clock::time_point retry_at{};
-  clock::time_point idle_since = clock::now();
-};
-
 worker_pool::worker_pool(pool_options options) : options_(std::move(options)) {
-  options_.per_profile = std::max<size_t>(1, options_.per_profile);
+  options_.auto_cap = std::max<size_t>(1, options_.auto_cap);
 }
 
 std::shared_ptr<worker_pool::slot> worker_pool::pick(const std::string& profile) {
   std::lock_guard<std::mutex> lock(mu_);
   auto& slots = slots_[profile];
+  if (options_.per_profile == 0)
+    return pick_warm(slots, profile);
   if (slots.empty()) {
     for (size_t i = 0; i < options_.per_profile; ++i) {
       auto s = std::make_shared<slot>();
@@ -53,9 +43,19 @@ std::shared_ptr<worker_pool::slot> worker_pool::pick(const std::string& profile)
 std::shared_ptr<worker_process> worker_pool::running(slot& s) {
   std::lock_guard<std::mutex> start(s.start_mu);
   std::shared_ptr<worker_process> proc;
+  struct settled { // however this ends, no start of this slot is on its way any more
+    worker_pool& pool;
+    slot& s;
+    ~settled() {
+      std::lock_guard<std::mutex> lock(pool.mu_);
+      s.starting = false;
+    }
+  } done{*this, s};
   {
     std::lock_guard<std::mutex> lock(mu_);
     proc = s.proc;
+    if (!proc || !proc->accepting())
+      s.starting = true;
   }
   if (proc && proc->accepting())
     return proc;
@@ -77,19 +77,21 @@ std::shared_ptr<worker_process> worker_pool::running(slot& s) {
                                   "); it is started again in " + std::to_string(static_cast<int>(std::ceil(wait))) +
                                   " s");
   }
+  std::shared_ptr<worker_process> make_room;
   {
     // A cap on processes in all: every distinct profile would otherwise
-    // start one more (an interpreter and an agent's memory each).
+    // start one more (an interpreter and an agent's memory each). A spare
+    // never takes the place a worker with a session to serve needs.
     std::lock_guard<std::mutex> lock(mu_);
-    size_t live = starting_;
-    for (const auto& [_, slots] : slots_)
-      for (const auto& other : slots)
-        live += other->proc && other->proc->alive() ? 1 : 0;
-    if (options_.max_workers > 0 && live >= options_.max_workers)
+    if (options_.max_workers > 0 && live_workers() >= options_.max_workers)
+      make_room = take_spare_for_room();
+    if (options_.max_workers > 0 && live_workers() >= options_.max_workers)
       throw protocol::runtime_error("too many agent workers (" + std::to_string(options_.max_workers) +
                                     "): raise --max-workers, or let idle ones exit (--worker-idle-timeout)");
     starting_++;
   }
+  if (make_room)
+    make_room->stop(std::chrono::seconds(3)); // gone before the new one starts: the cap holds
   try {
     proc = worker_process::start(options_.launch, s.profile);
   } catch (const protocol::wire_error&) {
@@ -106,6 +108,8 @@ std::shared_ptr<worker_process> worker_pool::running(slot& s) {
   starting_--;
   s.restarts++;
   s.proc = proc;
+  if (s.sessions == 0)
+    s.idle_since = clock::now(); // a fresh spare is not idle since its slot's last use
   return proc;
 }
 
@@ -241,85 +245,6 @@ void worker_pool::start_housekeeping() {
       pool->collect_idle();
     }
   }).detach();
-}
-
-std::string worker_pool::health_json() const {
-  // Copied under the lock, read outside it: a worker's RSS comes from /proc,
-  // and ping (on the broker's thread) takes the same lock.
-  struct seen {
-    std::string profile;
-    size_t index;
-    std::shared_ptr<worker_process> proc;
-    size_t sessions;
-    int64_t starts, retired, crashes;
-    std::string last_death;
-  };
-  std::vector<seen> all;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [profile, slots] : slots_)
-      for (const auto& s : slots)
-        all.push_back({profile, s->index, s->proc, s->sessions, s->restarts, s->recycled, s->crashes,
-                       s->last_death});
-  }
-  std::string workers = "[";
-  for (const auto& s : all) {
-    protocol::object_writer w;
-    w.str("profile", s.profile).integer("slot", static_cast<int64_t>(s.index));
-    bool alive = s.proc && s.proc->alive();
-    w.boolean("alive", alive).boolean("unresponsive", alive && s.proc->unresponsive());
-    if (s.proc) {
-      w.integer("pid", s.proc->pid())
-        .str("python", s.proc->info().python)
-        .str("python_version", s.proc->info().python_version)
-        .str("agent_version", s.proc->info().agent_version)
-        .integer("live_turns", static_cast<int64_t>(s.proc->live_turns()));
-      if (alive)
-        w.number("rss_mb", std::round(s.proc->rss_mb() * 10) / 10);
-      if (!s.proc->info().error.empty())
-        w.str("error", s.proc->info().error);
-      if (!alive)
-        w.str("exit", s.proc->death_reason());
-    }
-    w.integer("sessions", static_cast<int64_t>(s.sessions))
-      .integer("starts", s.starts)
-      .integer("retired", s.retired)
-      .integer("crashes_in_a_row", s.crashes);
-    if (!s.last_death.empty())
-      w.str("last_death", s.last_death);
-    workers += (workers.size() > 1 ? ", " : "") + w.finish();
-  }
-  return workers + "]";
-}
-
-std::string worker_pool::key_of(const slot& s) {
-  return s.index == 0 ? s.profile : s.profile + "#" + std::to_string(s.index);
-}
-
-studio_worker_maps worker_pool::studio_workers() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  protocol::object_writer running, details;
-  auto now = clock::now();
-  double epoch_now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  for (const auto& [profile, slots] : slots_) {
-    bool any = false;
-    for (const auto& s : slots) {
-      bool alive = s->proc && s->proc->alive();
-      any = any || alive;
-      bool in_use = s->sessions > 0 || (s->proc && s->proc->live_turns() > 0);
-      double last_used = in_use ? epoch_now : epoch_now - std::chrono::duration<double>(now - s->idle_since).count();
-      protocol::object_writer d;
-      d.boolean("running", alive && !s->proc->unresponsive()); // a hung worker serves nobody
-      if (alive)
-        d.integer("pid", s->proc->pid());
-      else
-        d.null("pid");
-      d.str("endpoint", "socketpair").str("profile", profile).number("last_used_at", last_used);
-      details.raw(key_of(*s), d.finish());
-    }
-    running.boolean(profile, any);
-  }
-  return {running.finish(), details.finish()};
 }
 
 void worker_pool::stop_all(std::chrono::milliseconds grace) {

@@ -1,8 +1,15 @@
-// The daemon's agent workers: per profile, `per_profile` slots, each holding
-// at most one live process. A session is placed on the slot of its profile
-// with the fewest sessions; a slot whose process died starts a new one on
-// the next session that needs it, later and later if it keeps dying. This is
-// the supervision the design asks of a "worker supervisor": the process's
+// The daemon's agent workers: per profile, slots each holding at most one
+// live process. With a fixed count (`per_profile` > 0) a profile has that
+// many slots and a session is placed on the one with the fewest sessions,
+// starting its process if need be. Automatic (`per_profile` 0, the default)
+// a session is placed only on a warm worker (its agent imported), the one
+// with the fewest live turns, then sessions; when a turn starts and leaves
+// its profile no warm worker without a turn, a spare is started in the
+// background (up to `auto_cap` per profile and `max_workers` in all), so
+// that the next session finds one ready instead of waiting seconds for the
+// agent's imports. A slot whose process died starts a new one on the next
+// session that needs it, later and later if it keeps dying. This is the
+// supervision the design asks of a "worker supervisor": the process's
 // reading thread (worker_process) notices the death and settles its runs;
 // the pool decides when a profile gets a worker again.
 #pragma once
@@ -25,7 +32,8 @@ namespace hb::bridge::worker {
 struct pool_options {
   launch_options launch;
   std::string unavailable;      // no usable interpreter: every session fails with this
-  size_t per_profile = 1;
+  size_t per_profile = 0;               // 0: automatic, up to auto_cap, with a warm spare
+  size_t auto_cap = 2;                  // automatic: workers per profile at most (the cores, capped)
   std::chrono::seconds idle_timeout{0}; // 0: workers stay
   double max_rss_mb = 0;               // 0: no limit
   size_t max_workers = 16;             // processes in all, every profile and slot; 0: no limit
@@ -54,6 +62,9 @@ public:
   // Starts a worker for `profile` in the background, so that the first chat
   // does not wait for the interpreter (and the agent's imports) to start.
   void prestart(const std::string& profile);
+  // A turn is about to run in `busy` (automatic count): starts a spare for
+  // its profile in the background when no other warm worker is free.
+  void turn_starting(const std::string& profile, const worker_process* busy);
   // {"host": "worker", "workers": [...]} for health.
   std::string health_json() const;
   // ping's Studio-shaped maps (see agent_hosting.hpp): slot 0 of a profile
@@ -68,6 +79,10 @@ public:
 
 private:
   std::shared_ptr<slot> pick(const std::string& profile);
+  std::shared_ptr<slot> pick_warm(std::vector<std::shared_ptr<slot>>& slots, const std::string& profile);
+  std::shared_ptr<slot> empty_slot(std::vector<std::shared_ptr<slot>>& slots, const std::string& profile);
+  size_t live_workers() const; // under mu_: processes alive or being started
+  std::shared_ptr<worker_process> take_spare_for_room(); // under mu_
   std::shared_ptr<worker_process> running(slot& s);
   void forget(const std::string& session_id, const worker_process* proc, slot& s);
   friend class worker_session;

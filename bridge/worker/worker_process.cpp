@@ -334,6 +334,13 @@ void worker_process::handle(from_worker frame) {
         calls_.erase(it);
         call->r = std::move(f);
         cv_.notify_all();
+      } else if constexpr (std::is_same_v<T, worker::warm>) {
+        warm_ = true;
+      } else if constexpr (std::is_same_v<T, batch>) {
+        // One frame for what piled up while the worker's writer was busy:
+        // each handled as if it had come alone, in its order.
+        for (auto& one : f.frames)
+          std::visit([&](auto& x) { handle(from_worker(std::move(x))); }, one);
       } else if constexpr (std::is_same_v<T, text> || std::is_same_v<T, event>) {
         auto turn = find_turn(f.turn);
         if (!turn)

@@ -52,6 +52,9 @@ public:
   ~worker_process();
 
   bool alive() const { return alive_.load(); }
+  // The agent's imports are done (its `warm` frame): a session placed here
+  // waits for nothing but its own AIAgent.
+  bool warm() const { return warm_.load(); }
   // Alive and not being retired: new turns may go to it.
   bool accepting() const { return alive_.load() && !stopping_.load(); }
   // Marks it as being retired if no turn runs in it (atomically with
@@ -118,6 +121,7 @@ private:
   double started_at_ = 0;
   ready ready_;
   std::atomic<bool> alive_{false};
+  std::atomic<bool> warm_{false};
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> handles_{0};
   std::chrono::milliseconds heartbeat_{2'000}, unresponsive_after_{10'000};

@@ -1,5 +1,7 @@
 #include "bridge/worker/worker_session.hpp"
 
+#include "bridge/worker/worker_pool_slot.hpp"
+
 #include "protocol/json_text.hpp"
 #include "protocol/wire_error.hpp"
 
@@ -36,6 +38,7 @@ void worker_session::prepare_turn() {
 }
 
 turn_outcome worker_session::run_turn(const std::shared_ptr<turn_sink>& sink, const std::string& request_json) {
+  pool_->turn_starting(slot_->profile, proc_.get());
   return proc_->run_turn(handle_, sink, request_json);
 }
 

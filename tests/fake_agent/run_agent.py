@@ -18,6 +18,11 @@ from agent.prompt_builder import PLATFORM_HINTS  # noqa: F401  (re-exported: sam
 from fake_support import eventlog
 from fake_support.turn import Turn
 
+# The real agent takes seconds to import (its model clients, tools and their
+# dependencies): a worker that has not finished importing it is not ready.
+if os.environ.get("FAKE_AGENT_IMPORT_DELAY_MS"):
+    time.sleep(int(os.environ["FAKE_AGENT_IMPORT_DELAY_MS"]) / 1000.0)
+
 
 def _record_passed_kwargs(init):
     """Remember which kwargs the caller actually passed, for the event log.

@@ -14,7 +14,7 @@ import subprocess
 import unittest
 
 from harness import REPO, Bridge, bridge_binary
-from test_worker_host import WORKER, live_pid, wait_until
+from test_worker_host import WORKER, wait_until
 
 VERSION_KEYS = {"version", "commit", "caf", "sqlite", "nlohmann_json", "python"}
 
@@ -82,7 +82,7 @@ class LogFormat(unittest.TestCase):
             b.chat("y", "script:say first", wait=True)
             run = b.chat("y", "script:stream 400 50")["run_id"]
             self.assertTrue(wait_until(lambda: b.request({"action": "get_output", "run_id": run})["cursor"] >= 3))
-            victim = live_pid(b, "default")
+            victim = b.request({"action": "status", "session_id": "y"})["agent"]["worker_pid"]  # (there may be a spare)
             os.kill(victim, signal.SIGSTOP)  # a deadlock, as far as the daemon can tell
             self.assertEqual(b.wait_done(run, timeout=20)["status"], "error")
             records = [json.loads(line) for line in stderr_after_shutdown(b).splitlines()

@@ -35,7 +35,8 @@ def kill_quietly(pid: int) -> None:
 
 class HungWorker(unittest.TestCase):
     def test_a_stopped_worker_is_shown_unresponsive_then_killed_and_its_session_resumes(self):
-        with Bridge(args=WORKER + QUICK_BEATS) as b:
+        # One worker, so that the session resumes in the slot that records the death.
+        with Bridge(args=WORKER + QUICK_BEATS + ["--workers-per-profile", "1"]) as b:
             b.chat("s", "script:say first", wait=True)
             run = b.chat("s", "script:stream 400 50")["run_id"]
             self.assertTrue(wait_until(lambda: b.request({"action": "get_output", "run_id": run})["cursor"] >= 3))
@@ -88,7 +89,7 @@ class HungWorker(unittest.TestCase):
         with Bridge(args=WORKER + ["--worker-heartbeat-s", "0.2", "--worker-unresponsive-s", "2"]) as b:
             done = b.chat("s", "script:hang 4000;stream 40 20", wait=True)
             self.assertEqual(done["status"], "complete", done)
-            (w,) = workers(b, "default")
+            (w,) = [w for w in workers(b, "default") if w["slot"] == 0]  # the turn's (slot 1: a spare)
             self.assertEqual((w["alive"], w["unresponsive"], w["crashes_in_a_row"]), (True, False, 0))
 
 
@@ -176,7 +177,8 @@ class Workspaces(unittest.TestCase):
     def test_a_session_id_reused_after_destroy_does_not_inherit_the_workspace(self):
         ws = tempfile.mkdtemp(prefix="hb-ws-")
         self.addCleanup(os.rmdir, ws)
-        with Bridge(args=WORKER) as b:
+        # One worker: the same process, whose tool state could carry the workspace over.
+        with Bridge(args=WORKER + ["--workers-per-profile", "1"]) as b:
             first = b.chat("s", "script:cwd", workspace=ws, wait=True)
             self.assertEqual(first["output"], f"cwd={ws} ")
             pid = live_pid(b, "default")

@@ -22,7 +22,10 @@ std::vector<from_worker> sample_from_worker() {
           notify{1, 4, "{}", 3},
           turn_end{1, 5, "complete", std::string("{}"), std::nullopt, std::string("[]"), 0},
           turn_end{2, 1, "error", std::nullopt, std::string("boom"), std::nullopt, 0},
-          heartbeat_reply{12}};
+          heartbeat_reply{12},
+          warm{},
+          batch{{text{3, 1, "a"}, event{3, 2, "{}"}, text{4, 1, "b"}, ask{3, 3, 2, "clarify", "{}", 1},
+                 notify{4, 2, "{}", 5}, turn_end{3, 4, "complete", std::string("{}"), std::nullopt, std::nullopt, 2}}}};
 }
 
 std::vector<to_worker> sample_to_worker() {
@@ -55,6 +58,38 @@ TEST_CASE("worker frames: every kind round-trips, both ways", "[worker]") {
   auto e = std::get<turn_end>(decode_from_worker(body_of(encode(from_worker{sample_from_worker()[8]}))));
   REQUIRE(!e.result);
   REQUIRE(e.error == std::string("boom"));
+}
+
+TEST_CASE("worker frames: a batch keeps its frames' order, kinds and seq", "[worker]") {
+  batch sent;
+  for (uint64_t i = 1; i <= 50; ++i) {
+    if (i % 7 == 0)
+      sent.frames.push_back(event{i % 2, i, "{\"n\": " + std::to_string(i) + "}"});
+    else
+      sent.frames.push_back(text{i % 2, i, "d" + std::to_string(i) + " "});
+  }
+  sent.frames.push_back(turn_end{1, 51, "complete", std::nullopt, std::nullopt, std::nullopt, 0});
+  auto back = std::get<batch>(decode_from_worker(body_of(encode(from_worker{sent}))));
+  REQUIRE(back.frames.size() == sent.frames.size());
+  for (size_t i = 0; i < sent.frames.size(); ++i) {
+    REQUIRE(back.frames[i].index() == sent.frames[i].index());
+    std::visit([&](const auto& got) {
+      using T = std::decay_t<decltype(got)>;
+      const auto& want = std::get<T>(sent.frames[i]);
+      REQUIRE(got.turn == want.turn);
+      REQUIRE(got.seq == want.seq);
+      if constexpr (std::is_same_v<T, text>)
+        REQUIRE(got.text == want.text);
+      if constexpr (std::is_same_v<T, event>)
+        REQUIRE(got.json == want.json);
+    }, back.frames[i]);
+  }
+  // Only a turn's frames go in a batch: not a reply, a ready, or another batch.
+  for (const char* bad : {R"({"t": "batch"})", R"({"t": "batch", "frames": {}})", R"({"t": "batch", "frames": [1]})",
+                          R"({"t": "batch", "frames": [{"t": "heartbeat_reply", "beat": 1}]})",
+                          R"({"t": "batch", "frames": [{"t": "batch", "frames": []}]})",
+                          R"({"t": "batch", "frames": [{"t": "text", "turn": 1, "seq": 1}]})"})
+    REQUIRE_THROWS_AS(decode_from_worker(bad), frame_error);
 }
 
 TEST_CASE("worker frames: the reader cuts a stream at frame boundaries, however it arrives", "[worker]") {

@@ -20,6 +20,14 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "bridge" / "python"))
 
 import worker_frames as frames  # noqa: E402
+from worker_connection import Connection  # noqa: E402
+
+
+class FakeTurn:
+    """What Connection.send_for needs of worker_main.Turn."""
+
+    def __init__(self, turn_id: int) -> None:
+        self.turn_id, self.seq, self.closed = turn_id, 0, False
 
 
 class FrameCodec(unittest.TestCase):
@@ -59,6 +67,48 @@ class FrameCodec(unittest.TestCase):
         self.assertEqual(frames.read(io.BytesIO(data))["text"], "bad?")
 
 
+class Batching(unittest.TestCase):
+    """Connection: what piles up while its writer is busy goes as one frame."""
+
+    def setUp(self):
+        ours, theirs = socket.socketpair()
+        self.addCleanup(ours.close)
+        self.addCleanup(theirs.close)
+        theirs.settimeout(10)
+        self.conn = Connection(ours)
+        self.inbox = theirs.makefile("rb")
+        self.addCleanup(self.inbox.close)
+
+    def test_frames_queued_while_the_writer_waits_go_as_batches_in_order_with_their_seq(self):
+        a, b = FakeTurn(1), FakeTurn(2)
+        # Holding the lock keeps the writer from taking anything: all of it
+        # is waiting when the writer gets to it.
+        with self.conn.lock:
+            self.conn.send_text(a, "a1 ")
+            self.conn.send_for(a, "event", json='{"event": "x"}')
+            self.conn.send_text(b, "b1 ")
+            self.conn.send_text(a, "a2 ")
+            self.conn.send("reply", req=5, ok=True, value="", error_type="", error="")
+            self.conn.send_text(b, "b2 ")
+            self.conn.send_for(b, "turn_end", status="complete", result="{}", error=None, history="[]",
+                               message_count=0)
+        first = frames.read(self.inbox)
+        self.assertEqual(first["t"], "batch")
+        self.assertEqual([(f["t"], f["turn"], f["seq"]) for f in first["frames"]],
+                         [("text", 1, 1), ("event", 1, 2), ("text", 2, 1), ("text", 1, 3)])
+        self.assertEqual([f.get("text") for f in first["frames"]], ["a1 ", None, "b1 ", "a2 "])
+        self.assertEqual(frames.read(self.inbox)["t"], "reply")  # not batched: it splits the run, in its place
+        second = frames.read(self.inbox)
+        self.assertEqual([(f["t"], f["turn"], f["seq"]) for f in second["frames"]],
+                         [("text", 2, 2), ("turn_end", 2, 3)])
+
+    def test_an_idle_writer_sends_a_lone_frame_as_itself(self):
+        self.conn.send_text(FakeTurn(1), "alone ")
+        self.assertEqual(frames.read(self.inbox), {"t": "text", "turn": 1, "seq": 1, "text": "alone "})
+        self.conn.send_text(FakeTurn(2), "next ")
+        self.assertEqual(frames.read(self.inbox)["text"], "next ")
+
+
 class WorkerProcess(unittest.TestCase):
     """worker_main.py as the daemon starts it: fd 3 is its end of the pair."""
 
@@ -81,6 +131,8 @@ class WorkerProcess(unittest.TestCase):
             pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, env=env)
         theirs.close()
         self.sock.settimeout(20)
+        self.pending: list = []
+        self.warm_seen, self.batches = False, 0
 
     def tearDown(self):
         self.inbox.close()  # the socket's fd stays open while its file object is
@@ -93,7 +145,18 @@ class WorkerProcess(unittest.TestCase):
         self.sock.sendall(frames.encode(kind, fields))
 
     def read(self):
-        return frames.read(self.inbox)
+        """The next frame, a batch's frames one by one; `warm` noted, not returned."""
+        while not self.pending:
+            f = frames.read(self.inbox)
+            if f["t"] == "warm":
+                self.warm_seen = True
+            elif f["t"] == "batch":
+                self.assertGreater(len(f["frames"]), 1)
+                self.batches += 1
+                self.pending.extend(f["frames"])
+            else:
+                self.pending.append(f)
+        return self.pending.pop(0)
 
     def until(self, kind):
         seen = []
@@ -108,6 +171,7 @@ class WorkerProcess(unittest.TestCase):
         self.assertEqual(ready["t"], "ready")
         self.assertEqual(ready["error"], "")
         self.assertEqual(ready["pid"], self.proc.pid)
+        self.assertEqual(frames.read(self.inbox), {"t": "warm"})  # run_agent imported: ready for sessions
         self.send("create_session", req=1, handle=7, session_id="s", profile="default", model="", provider="")
         created = self.read()
         self.assertEqual((created["t"], created["req"], created["ok"]), ("reply", 1, True), created)
@@ -124,6 +188,15 @@ class WorkerProcess(unittest.TestCase):
         self.assertEqual(text, "hi therechoice=once ")
         self.assertEqual(end["status"], "complete")
         self.assertEqual(end["message_count"], len(json.loads(end["history"])))
+
+    def test_a_fast_stream_arrives_whole_and_in_order_however_it_is_batched(self):
+        self.read()
+        self.send("create_session", req=1, handle=1, session_id="s", profile="default", model="", provider="")
+        self.assertTrue(self.read()["ok"])
+        self.send("start_turn", turn=1, handle=1, request=json.dumps({"message": "script:stream 3000 0"}))
+        end, seen = self.until("turn_end")
+        self.assertEqual([f["seq"] for f in seen], list(range(1, len(seen) + 1)))
+        self.assertEqual([f["text"] for f in seen if f["t"] == "text"], [f"d{i} " for i in range(3000)])
 
     def test_an_unknown_handle_is_a_python_error_and_the_worker_goes_on(self):
         self.read()

@@ -1,0 +1,120 @@
+"""The worker host's automatic worker count (--workers-per-profile auto, the
+default): sessions only ever go to a worker that has imported the agent, a
+spare is warmed in the background while the warm ones are busy, and the
+caps hold. A fixed count still means that many workers."""
+
+from __future__ import annotations
+
+import os
+import time
+import unittest
+
+from harness import Bridge
+
+WORKER = ["--agent-host", "worker"]
+# The real agent imports for seconds; so does the fake one here.
+SLOW_IMPORT = {"FAKE_AGENT_IMPORT_DELAY_MS": "5000"}
+
+
+def workers(b: Bridge, profile: str = "default") -> list[dict]:
+    return [w for w in b.request({"action": "health"})["agent"]["workers"] if w["profile"] == profile]
+
+
+def wait_until(pred, timeout: float = 30.0, step: float = 0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = pred()
+        if got:
+            return got
+        time.sleep(step)
+    return pred()
+
+
+def warm_pids(b: Bridge, profile: str = "default") -> set[int]:
+    return {w["pid"] for w in workers(b, profile) if w["alive"] and w["warm"]}
+
+
+def hosted_by(b: Bridge, session: str) -> tuple[str, int]:
+    agent = b.request({"action": "status", "session_id": session})["agent"]
+    return agent["worker_key"], agent["worker_pid"]
+
+
+@unittest.skipIf(len(os.sched_getaffinity(0)) < 2, "one core: the automatic count is one worker, no spare")
+class AutomaticWorkers(unittest.TestCase):
+    def test_a_spare_is_warm_before_a_second_concurrent_session_needs_it(self):
+        with Bridge(args=WORKER) as b:
+            first = wait_until(lambda: warm_pids(b))
+            self.assertEqual(len(first), 1, workers(b))
+            a = b.chat("a", "script:sleep 60000;say a")["run_id"]  # busy: its worker has a live turn
+            spare = wait_until(lambda: warm_pids(b) - first)
+            self.assertEqual(len(spare), 1, workers(b))
+            # The second session goes to the spare, which was warm before it came.
+            self.assertEqual(b.chat("b", "script:pid", wait=True)["output"], f"pid={spare.pop()} ")
+            self.assertEqual(hosted_by(b, "b")[0], "default#1")
+            self.assertEqual(hosted_by(b, "a"), ("default", first.pop()))
+            b.request({"action": "interrupt", "session_id": "a"})
+            b.wait_done(a)
+            for w in workers(b):
+                self.assertGreater(w["rss_mb"], 1, w)  # health says what each one costs
+
+    def test_a_session_started_while_a_worker_is_still_importing_is_placed_on_a_ready_one(self):
+        with Bridge(args=WORKER, env=SLOW_IMPORT) as b:
+            (ready,) = wait_until(lambda: warm_pids(b), timeout=60)
+            a = b.chat("a", "script:sleep 60000;say a")["run_id"]
+            # A's turn makes the warm worker busy: a spare starts, and imports for seconds.
+            wait_until(lambda: len([w for w in workers(b) if w["alive"]]) == 2)
+            out = b.chat("b", "script:pid", wait=True)  # placed now, while the spare imports
+            if not [w for w in workers(b) if w["alive"] and not w["warm"]]:
+                self.skipTest("the spare finished importing before the second session came (a very slow machine)")
+            self.assertEqual(out["output"], f"pid={ready} ")
+            self.assertEqual(hosted_by(b, "b"), ("default", ready))
+            b.request({"action": "interrupt", "session_id": "a"})
+            b.wait_done(a)
+
+    def test_no_spare_past_max_workers_and_a_spare_makes_room_for_a_profile_that_needs_one(self):
+        with Bridge(args=WORKER + ["--max-workers", "2"]) as b:
+            (b.home / "profiles" / "other").mkdir(parents=True)
+            (b.home / "profiles" / "other" / "config.yaml").write_text((b.home / "config.yaml").read_text())
+            first = wait_until(lambda: warm_pids(b))
+            a = b.chat("a", "script:sleep 60000;say a")["run_id"]
+            wait_until(lambda: warm_pids(b) - first)
+            # Two workers in all: the other profile's first session takes the spare's place.
+            self.assertEqual(b.chat("o", "script:pid", wait=True, profile="other")["status"], "complete")
+            alive = [w for w in b.request({"action": "health"})["agent"]["workers"] if w["alive"]]
+            self.assertEqual(sorted(w["profile"] for w in alive), ["default", "other"], alive)
+            self.assertEqual({w["pid"] for w in alive if w["profile"] == "default"}, first)
+            b.request({"action": "interrupt", "session_id": "a"})
+            b.wait_done(a)
+
+    def test_a_single_worker_cap_starts_no_spare(self):
+        with Bridge(args=WORKER + ["--max-workers", "1"]) as b:
+            (pid,) = wait_until(lambda: warm_pids(b))
+            a = b.chat("a", "script:sleep 60000;say a")["run_id"]
+            self.assertEqual(b.chat("b", "script:pid", wait=True)["output"], f"pid={pid} ")
+            # A spare would have had its slot from the moment A's turn started.
+            self.assertEqual(len(workers(b)), 1, workers(b))
+            b.request({"action": "interrupt", "session_id": "a"})
+            b.wait_done(a)
+
+
+class FixedWorkers(unittest.TestCase):
+    def test_a_fixed_count_gives_that_many_workers_and_no_spare(self):
+        with Bridge(args=WORKER + ["--workers-per-profile", "3"]) as b:
+            runs = [b.chat(s, "script:sleep 60000")["run_id"] for s in ("one", "two", "three")]
+            pids = {hosted_by(b, s)[1] for s in ("one", "two", "three")}
+            self.assertEqual(len(pids), 3)
+            self.assertEqual(sorted(w["slot"] for w in workers(b)), [0, 1, 2])  # all busy, still three
+            for s, run in zip(("one", "two", "three"), runs):
+                b.request({"action": "interrupt", "session_id": s})
+                b.wait_done(run)
+
+    def test_an_unknown_count_is_refused(self):
+        for bad in ("0", "many"):
+            b = Bridge(args=WORKER + ["--workers-per-profile", bad])
+            with self.assertRaises(AssertionError):
+                b.start()
+            self.assertIn("workers-per-profile", b.stderr())
+
+
+if __name__ == "__main__":
+    unittest.main()
