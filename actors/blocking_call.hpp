@@ -11,24 +11,38 @@ namespace hb::actors {
 
 // (The unused int keeps CAF 0.17 from dereferencing a null argument tuple,
 // which UBSan reports, when an actor function takes no arguments.)
+// The actor tests' systems set this option: their stand-in agents never
+// block, and a call on the test coordinator's thread keeps the test
+// deterministic (a detached actor has a thread of its own even there).
+constexpr const char* scheduled_calls_option = "hb.scheduled-blocking-calls";
+
+inline bool calls_scheduled(caf::actor_system& sys) {
+  return caf::get_or(sys.config(), scheduled_calls_option, false);
+}
+
 template <class Self, class F>
 auto blocking_call(Self* self, F f) {
-  auto worker = self->system().template spawn<caf::detached>(
-    [f](caf::event_based_actor* w, int) mutable -> caf::behavior {
-      return {[=](call_atom) mutable {
-        auto result = f();
-        w->quit();
-        return result;
-      }};
-    },
-    0);
+  auto call = [f](caf::event_based_actor* w, int) mutable -> caf::behavior {
+    return {[=](call_atom) mutable {
+      auto result = f();
+      w->quit();
+      return result;
+    }};
+  };
+  auto& sys = self->system();
+  auto worker = calls_scheduled(sys) ? sys.spawn(call, 0) : sys.template spawn<caf::detached>(call, 0);
   return self->request(worker, caf::infinite, call_atom::value);
 }
 
 // The same, when nobody waits for the outcome.
 template <class Self, class F>
 void blocking_detach(Self* self, F f) {
-  self->system().template spawn<caf::detached>([f](int) mutable { f(); }, 0);
+  auto& sys = self->system();
+  auto call = [f](int) mutable { f(); };
+  if (calls_scheduled(sys))
+    sys.spawn(call, 0);
+  else
+    sys.template spawn<caf::detached>(call, 0);
 }
 
 } // namespace hb::actors

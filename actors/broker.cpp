@@ -78,6 +78,9 @@ caf::behavior broker_behavior(broker_actor* self, int listen_fd,
       if (st.sessions.count(a.session_id))
         st.activity[a.session_id] = {std::move(a.profile), a.running};
     },
+    [=](const session_unlisted& gone) {
+      forget_session_actor(self, gone.session_id, caf::actor_cast<caf::actor>(self->current_sender()));
+    },
     [=](gateway_approval_asked& asked) { open_gateway_question(self, asked); },
     [=](const question_due& due) { question_deadline(self, due); },
     [=](const session_questions_cancelled& cancelled) { cancel_questions(self, cancelled); },

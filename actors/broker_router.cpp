@@ -61,15 +61,8 @@ void on_request(broker_actor* self, const reply_to& to, requests::chat& chat) {
   if (chat.session_id.empty())
     chat.session_id = new_id();
   std::string id = chat.session_id;
-  caf::actor session = session_actor_for(self, id);
-  self->request(session, caf::infinite, std::move(chat))
-    .then(
-      [=](std::string& line, bool created) {
-        if (!created)
-          forget_session_actor(self, id, session); // its agent could not be built
-        respond(self, to, std::move(line));
-      },
-      [=](caf::error& err) { respond_failure(self, to, err); });
+  // (A session whose agent could not be built says so: session_unlisted.)
+  forward(self, to, session_actor_for(self, id), std::move(chat));
 }
 
 void on_request(broker_actor* self, const reply_to& to, requests::get_result& r) {

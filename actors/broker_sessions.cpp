@@ -20,7 +20,7 @@ session_links links_for_sessions(broker_actor* self) {
   const auto& settings = *self->state.settings;
   return session_links{caf::actor_cast<caf::actor>(self), self->state.links.writer,
                        self->state.links.readers.front(), settings.db_path,
-                       settings.default_harness, settings.native};
+                       settings.default_harness, daemon_hosting(settings.native)};
 }
 
 caf::actor session_actor_for(broker_actor* self, const std::string& id) {

@@ -82,16 +82,9 @@ void with_session_profile(broker_actor* self, const reply_to& to, const requests
 
 void on_request(broker_actor* self, const reply_to& to, requests::context_estimate& r) {
   std::string id = r.session_id.empty() ? new_id() : r.session_id;
-  bool known = self->state.sessions.count(id) != 0;
-  caf::actor session = session_actor_for(self, id);
-  self->request(session, caf::infinite, estimate_context{std::move(r.recipe), std::move(r.args)})
-    .then(
-      [=](std::string& line, bool created) {
-        if (!created && !known)
-          forget_session_actor(self, id, session); // its agent could not be built
-        respond(self, to, std::move(line));
-      },
-      [=](caf::error& err) { respond_failure(self, to, err); });
+  self->request(session_actor_for(self, id), caf::infinite, estimate_context{std::move(r.recipe), std::move(r.args)})
+    .then([=](std::string& line) { respond(self, to, std::move(line)); },
+          [=](caf::error& err) { respond_failure(self, to, err); });
 }
 
 void on_request(broker_actor* self, const reply_to& to, requests::switch_session_model& r) {

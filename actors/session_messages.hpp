@@ -78,6 +78,17 @@ typename Inspector::result_type inspect(Inspector& f, session_view& x) {
            x.created_at, x.last_used_at, x.message_count, x.config, x.profile, x.harness, x.native, x.agent);
 }
 
+// Session -> broker: a chat or estimate could not build the session's first
+// agent (or its replacement), so it is listed nowhere: the broker drops it.
+struct session_unlisted {
+  std::string session_id;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, session_unlisted& x) {
+  return f(caf::meta::type_name("session_unlisted"), x.session_id);
+}
+
 inline void add_session_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<interrupt_turn>("hb::interrupt_turn")
     .add_message_type<steer_turn>("hb::steer_turn")
@@ -85,6 +96,7 @@ inline void add_session_message_types(caf::actor_system_config& cfg) {
     .add_message_type<chat_plan>("hb::chat_plan")
     .add_message_type<turn_input>("hb::turn_input")
     .add_message_type<chat_request>("hb::chat_request")
+    .add_message_type<session_unlisted>("hb::session_unlisted")
     .add_message_type<session_query>("hb::session_query")
     .add_message_type<session_view>("hb::session_view");
 }

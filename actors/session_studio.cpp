@@ -1,6 +1,6 @@
 // What Hermes Studio asks of a session besides chat: switching the live
 // agent's model in place, and estimating the context of the next turn.
-#include "actors/session_parts.hpp"
+#include "actors/session_state.hpp"
 
 #include "actors/blocking_call.hpp"
 #include "actors/daemon_log.hpp"
@@ -10,8 +10,6 @@
 
 namespace hb::actors::session_parts {
 
-using protocol::error_line;
-using actors::error_line; // for caf::error (actors/errors.hpp): both overloads here
 using protocol::json;
 using protocol::object_writer;
 
@@ -78,9 +76,9 @@ void apply_switch(session_actor* self, switch_model want, bool announce, switch_
 
 void on_switch_model(session_actor* self, switch_model want, caf::response_promise rp) {
   auto& st = self->state;
-  if (!st.created || st.dormant || !st.agent || st.harness == "native")
+  if (!st.listed || st.now == phase::dormant || !st.agent || st.harness == "native")
     return rp.deliver(switch_line(st.id, want, false, false, "session_not_loaded"));
-  if (st.busy) {
+  if (st.busy()) {
     st.pending_switch = want;
     return rp.deliver(switch_line(st.id, want, true, false, "session_running", true));
   }
@@ -97,10 +95,8 @@ void on_switch_model(session_actor* self, switch_model want, caf::response_promi
 // without an agent gets one first, as a chat would build it.
 void on_estimate(session_actor* self, estimate_context msg, caf::response_promise rp) {
   auto& st = self->state;
-  auto estimate = [args = msg.args](session_actor* self, bool, caf::response_promise& rp) {
+  auto estimate = [args = msg.args](session_actor* self, caf::response_promise& rp) {
     auto& st = self->state;
-    st.busy = !st.run_id.empty();
-    persist(self);
     json base;
     base["ok"] = true;
     base["session_id"] = st.id;
@@ -115,21 +111,19 @@ void on_estimate(session_actor* self, estimate_context msg, caf::response_promis
           if (info.is_object())
             for (auto it = info.begin(); it != info.end(); ++it)
               out[it.key()] = it.value();
-          rp.deliver(protocol::dumps(out), true);
+          rp.deliver(protocol::dumps(out));
         },
-        [=](caf::error& err) mutable { rp.deliver(error_line(err), true); });
+        [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
   };
-  if (st.harness == "native" && st.created)
-    return rp.deliver(error_line(protocol::runtime_error(
-                        "context_estimate is not available for native sessions (the TUI keeps its own)")),
-                      true);
-  if (st.agent && st.agent->usable() && !st.dormant)
-    return estimate(self, false, rp);
-  if (st.busy)
-    return rp.deliver(error_line(protocol::runtime_error("session " + st.id + " is already running")),
-                      st.created);
+  if (st.harness == "native" && st.listed)
+    return rp.deliver(
+      make_error(errc::failed, "context_estimate is not available for native sessions (the TUI keeps its own)"));
+  if (st.has_live_agent())
+    return estimate(self, rp);
+  if (st.busy())
+    return rp.deliver(make_error(errc::failed, "session " + st.id + " is already running"));
   auto recipe = std::move(msg.recipe);
-  if (st.created) { // rebuilt as it was
+  if (st.listed) { // rebuilt as it was
     recipe.profile = st.profile;
     recipe.model = st.model;
     recipe.provider = st.provider;
@@ -137,8 +131,13 @@ void on_estimate(session_actor* self, estimate_context msg, caf::response_promis
   recipe.harness = "embedded";
   if (recipe.workspace.empty())
     recipe.workspace = st.workspace;
-  st.busy = true;
-  build_agent(self, std::move(recipe), rp, estimate);
+  st.before = st.now;
+  enter(self, phase::starting);
+  build_agent(self, std::move(recipe), rp, [estimate](session_actor* self, bool, caf::response_promise& rp) {
+    settle(self); // built for the estimate alone: no turn follows
+    persist(self);
+    estimate(self, rp);
+  });
 }
 
 } // namespace hb::actors::session_parts
