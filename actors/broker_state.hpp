@@ -180,8 +180,9 @@ void add_ping_fields(broker_actor* self, protocol::object_writer& w);
 constexpr int64_t max_wait_ms = 30'000;
 void get_output(broker_actor* self, const reply_to& to, const protocol::json& req);
 void subscribe(broker_actor* self, const reply_to& to, const protocol::json& req);
-// The writer committed news for these runs: [run_id, session_id, ...].
-void on_committed(broker_actor* self, const std::vector<std::string>& touched);
+// The writer committed news for these runs (log_messages.hpp).
+struct log_committed;
+void on_committed(broker_actor* self, const log_committed& touched);
 void on_wait_due(broker_actor* self, uint64_t key);
 void drop_watchers_of(broker_actor* self, handle h);
 // The client of `h` has taken everything written so far.

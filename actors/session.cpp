@@ -5,6 +5,7 @@
 #include "actors/chat_request.hpp"
 #include "actors/daemon_log.hpp"
 #include "actors/errors.hpp"
+#include "actors/log_messages.hpp"
 #include "actors/question_messages.hpp"
 #include "actors/responses.hpp"
 #include "actors/run.hpp"
@@ -69,8 +70,8 @@ void persist(session_actor* self) {
     return;
   self->send(st.links.broker, session_activity{st.id, st.profile.empty() ? "default" : st.profile,
                                                st.busy && !st.destroyed});
-  self->send(st.links.writer, put_sess_atom::value, st.id, st.created_at, st.last_used_at,
-             st.config, st.history_loaded, st.history, st.message_count, st.destroyed);
+  self->send(st.links.writer, session_put{{st.id, st.created_at, st.last_used_at, st.config, st.history,
+                                           st.history_loaded, st.message_count, st.destroyed}});
 }
 
 // `close` also ends what the agent runs outside the daemon (a native
@@ -92,7 +93,7 @@ void finish_destroy(session_actor* self) {
 }
 
 void deliver_result(session_actor* self, const std::string& run_id, caf::response_promise rp) {
-  self->request(self->state.links.reader, caf::infinite, result_atom::value, run_id)
+  self->request(self->state.links.reader, caf::infinite, result_query{run_id})
     .then([=](std::string& line) mutable { rp.deliver(std::move(line), true); },
           [=](caf::error& err) mutable {
             rp.deliver(error_line("RuntimeError", "event log read failed: " + caf::to_string(err)),
@@ -166,7 +167,7 @@ void start_with_history(session_actor* self, chat_plan plan, caf::response_promi
   };
   if (st.history_loaded)
     return inject(st.history, std::move(plan), rp);
-  self->request(st.links.reader, caf::infinite, history_atom::value, st.id)
+  self->request(st.links.reader, caf::infinite, history_query{st.id})
     .then(
       [=](std::string& history) mutable {
         self->state.history = history;
@@ -541,7 +542,7 @@ void on_history(session_actor* self, caf::response_promise rp) {
     return rp.deliver(error_line(protocol::key_error("unknown session: " + st.id)));
   if (st.history_loaded)
     return rp.deliver(answer(st.history));
-  self->request(st.links.reader, caf::infinite, history_atom::value, st.id)
+  self->request(st.links.reader, caf::infinite, history_query{st.id})
     .then([=](std::string& history) mutable { rp.deliver(answer(history)); },
           [=](caf::error& err) mutable {
             rp.deliver(error_line("RuntimeError", "event log read failed: " + caf::to_string(err)));
