@@ -7,7 +7,9 @@
 // test unless it says so. Timers fire only when a test lets time pass on the
 // coordinator's clock.
 //
-// A file of tests defines CAF_SUITE before including this header.
+// A file of tests defines CAF_SUITE before including this header. CAF 0.17's
+// CAF_CHECK_EQUAL renders both sides even when they match, and crashed on a
+// vector holding a 100 kB string: compare long texts with CAF_CHECK(a == b).
 #pragma once
 
 #include "actors/log_actors.hpp"

@@ -62,6 +62,9 @@ CAF_TEST(output honours the cursor and says whether anything is new) {
   CAF_CHECK_EQUAL(field(reply.line, "delta"), "c");
   CAF_CHECK(reply.news);
   CAF_CHECK_EQUAL(reply.cursor, 3);
+  reply = output("r1", 2, 0, true); // the whole output, and the delta since the cursor
+  CAF_CHECK_EQUAL(field(reply.line, "output"), "abc");
+  CAF_CHECK_EQUAL(field(reply.line, "delta"), "c");
   reply = output("r1", 3, 0, false);
   CAF_CHECK_EQUAL(field(reply.line, "delta"), "");
   CAF_CHECK(!reply.news);

@@ -63,17 +63,19 @@ struct writer_fixture : hb::test::log_fixture {
 CAF_TEST_FIXTURE_SCOPE(log_writer_tests, writer_fixture)
 
 CAF_TEST(a run opening is answered only once its row is committed) {
-  auto answer = ask_later<bool>(writer, run_opening{"r1", "s1", 100.0, "\"hello\""});
-  while (!committed_run("r1") && sched.try_run_once())
-    CAF_CHECK(!answered(answer));
+  auto answer = self->request(writer, caf::infinite, run_opening{"r1", "s1", 100.0, "\"hello\""});
+  expect((run_opening), from(_).to(writer));
+  CAF_CHECK(self->mailbox().empty()); // applied, not committed: no answer yet
+  CAF_CHECK(!committed_run("r1"));
+  expect((commit_due), from(writer).to(writer));
   auto run = committed_run("r1");
   CAF_REQUIRE(run);
   CAF_CHECK_EQUAL(run->status, "running");
   CAF_CHECK_EQUAL(run->session_id, "s1");
   SQLite::Database file(db.path);
   CAF_CHECK_EQUAL(file.execAndGet("SELECT user_message FROM runs WHERE run_id = 'r1'").getString(), "\"hello\"");
-  deliver();
-  CAF_CHECK(answered_true(answer));
+  CAF_REQUIRE(!self->mailbox().empty());
+  answer.receive([](bool ok) { CAF_CHECK(ok); }, [](caf::error& err) { CAF_FAIL(to_string(err)); });
 }
 
 CAF_TEST(output through the run queue lands in order) {
@@ -200,12 +202,15 @@ CAF_TEST(a session row is written and an unknown history keeps the stored one) {
 
 CAF_TEST(a flush is answered once what came before it is committed) {
   CAF_REQUIRE(open_run("r1"));
-  auto answer = ask_later<bool>(writer, log_flush{}); // sent once its asker runs: after the delta
   delta("r1", "before the flush");
-  while (committed_run("r1")->deltas.empty() && sched.try_run_once())
-    CAF_CHECK(!answered(answer));
-  deliver();
-  CAF_CHECK(answered_true(answer));
+  auto answer = self->request(writer, caf::infinite, log_flush{});
+  expect((run_delta), from(_).to(writer));
+  expect((log_flush), from(_).to(writer));
+  CAF_CHECK(self->mailbox().empty()); // the delta is not committed yet
+  expect((commit_due), from(writer).to(writer));
+  CAF_CHECK_EQUAL(committed_run("r1")->deltas.size(), 1u);
+  CAF_REQUIRE(!self->mailbox().empty());
+  answer.receive([](bool ok) { CAF_CHECK(ok); }, [](caf::error& err) { CAF_FAIL(to_string(err)); });
 }
 
 CAF_TEST(the final flush commits everything and empties the WAL) {
