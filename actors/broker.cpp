@@ -5,6 +5,7 @@
 
 #include "actors/broker_state.hpp"
 #include "actors/daemon_log.hpp"
+#include "actors/log_messages.hpp"
 #include "actors/session_messages.hpp"
 #include "actors/studio_messages.hpp"
 
@@ -55,7 +56,7 @@ caf::behavior broker_behavior(broker_actor* self, int listen_fd,
     st.activity[row.session_id] = {profile.empty() ? "default" : profile, false};
   }
   st.acceptor = listen_on_fd(self, listen_fd);
-  self->send(st.links.writer, watch_atom::value); // commits are reported back for pushes
+  self->send(st.links.writer, log_watch{}); // commits are reported back for pushes
   self->delayed_send(self, st.settings->gc_interval, tick_atom::value);
   return {
     [=](const caf::io::new_connection_msg& msg) { on_new_connection(self, msg.handle); },
@@ -70,7 +71,7 @@ caf::behavior broker_behavior(broker_actor* self, int listen_fd,
       if (!st.connections.empty() || !st.watchers.empty())
         arm_sweep(self);
     },
-    [=](committed_atom, const std::vector<std::string>& touched) { on_committed(self, touched); },
+    [=](const log_committed& touched) { on_committed(self, touched); },
     [=](wait_due_atom, uint64_t key) { on_wait_due(self, key); },
     [=](question_asked& asked) { return open_question(self, asked); },
     [=](session_activity& a) {

@@ -3,6 +3,7 @@
 // runs; every watcher of such a run re-reads from its own cursors, so what a
 // client receives is exactly what was committed after what it already had.
 #include "actors/broker_state.hpp"
+#include "actors/log_messages.hpp"
 #include "actors/responses.hpp"
 #include "actors/session_messages.hpp"
 
@@ -114,11 +115,11 @@ void read_for(broker_actor* self, uint64_t key) {
   }
   w.reading = true;
   int64_t max_bytes = w.what == watcher::kind::long_poll ? 0 : stream_read_bytes;
-  self->request(next_reader(self), caf::infinite, output_atom::value, w.run_id, w.cursor,
-                w.event_cursor, w.include_output, max_bytes)
+  self->request(next_reader(self), caf::infinite,
+                output_query{w.run_id, w.cursor, w.event_cursor, w.include_output, max_bytes})
     .then(
-      [=](std::string& line, bool news, int64_t cursor, int64_t event_cursor, bool done, bool more) {
-        on_read(self, key, std::move(line), news, cursor, event_cursor, done, more);
+      [=](output_reply& r) {
+        on_read(self, key, std::move(r.line), r.news, r.cursor, r.event_cursor, r.done, r.more);
       },
       [=](caf::error& err) {
         on_read(self, key, error_line("RuntimeError", "event log read failed: " + caf::to_string(err)),
@@ -142,9 +143,9 @@ void on_request(broker_actor* self, const reply_to& to, requests::get_output& r)
       return respond(self, to, get_output_line(*run, r.cursor, r.event_cursor, r.include_output));
   }
   if (r.wait_ms == 0) {
-    self->request(next_reader(self), caf::infinite, output_atom::value, r.run_id, r.cursor, r.event_cursor,
-                  r.include_output, int64_t{0})
-      .then([=](std::string& line, bool, int64_t, int64_t, bool, bool) { respond(self, to, std::move(line)); },
+    self->request(next_reader(self), caf::infinite,
+                  output_query{r.run_id, r.cursor, r.event_cursor, r.include_output, 0})
+      .then([=](output_reply& reply) { respond(self, to, std::move(reply.line)); },
             [=](caf::error& err) { respond_failure(self, to, err); });
     return;
   }
@@ -193,12 +194,12 @@ void on_request(broker_actor* self, const reply_to& to, requests::subscribe& r) 
       [](caf::error&) {});
 }
 
-void on_committed(broker_actor* self, const std::vector<std::string>& touched) {
+void on_committed(broker_actor* self, const log_committed& touched) {
   std::unordered_set<std::string> runs;
   std::unordered_map<std::string, std::string> run_of_session;
-  for (size_t i = 0; i + 1 < touched.size(); i += 2) {
-    runs.insert(touched[i]);
-    run_of_session[touched[i + 1]] = touched[i];
+  for (size_t i = 0; i < touched.runs.size() && i < touched.sessions.size(); ++i) {
+    runs.insert(touched.runs[i]);
+    run_of_session[touched.sessions[i]] = touched.runs[i];
   }
   std::vector<uint64_t> to_read;
   std::vector<std::pair<uint64_t, std::string>> to_follow;

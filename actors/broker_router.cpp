@@ -6,6 +6,7 @@
 // broker_studio.cpp (Hermes Studio's actions).
 #include "actors/broker_state.hpp"
 
+#include "actors/log_messages.hpp"
 #include "actors/session_messages.hpp"
 #include "actors/test_faults.hpp"
 
@@ -66,7 +67,7 @@ void on_request(broker_actor* self, const reply_to& to, requests::chat& chat) {
 }
 
 void on_request(broker_actor* self, const reply_to& to, requests::get_result& r) {
-  forward(self, to, next_reader(self), result_atom::value, r.run_id);
+  forward(self, to, next_reader(self), result_query{r.run_id});
 }
 
 void on_request(broker_actor* self, const reply_to& to, requests::interrupt& r) {

@@ -186,8 +186,9 @@ void add_ping_fields(broker_actor* self, protocol::object_writer& w);
 // -- broker_push.cpp -------------------------------------------------------------
 void on_request(broker_actor* self, const reply_to& to, requests::get_output& r);
 void on_request(broker_actor* self, const reply_to& to, requests::subscribe& r);
-// The writer committed news for these runs: [run_id, session_id, ...].
-void on_committed(broker_actor* self, const std::vector<std::string>& touched);
+// The writer committed news for these runs (log_messages.hpp).
+struct log_committed;
+void on_committed(broker_actor* self, const log_committed& touched);
 void on_wait_due(broker_actor* self, uint64_t key);
 void drop_watchers_of(broker_actor* self, handle h);
 // The client of `h` has taken everything written so far.

@@ -134,7 +134,6 @@ int serve(const daemon_settings& settings, int listen_fd, std::shared_ptr<storag
   add_run_message_types(cfg);
   add_session_message_types(cfg);
   add_log_message_types(cfg);
-  cfg.add_message_type<run_opening>("run_opening");
   caf::actor_system sys{cfg};
   auto shared = std::make_shared<const daemon_settings>(settings);
   retention_settings retention;

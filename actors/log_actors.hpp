@@ -1,5 +1,8 @@
-// The event log as actors: one writer that group-commits, and readers that
-// answer get_output / get_result from committed data only.
+// The event log as actors: one writer that group-commits
+// (log_writer_actor.cpp), readers that answer get_output / get_result from
+// committed data only (log_reader_actor.cpp), and the checkpointer that
+// folds the WAL into the database file (log_checkpointer.cpp). Their
+// messages: log_messages.hpp.
 #pragma once
 
 #include "storage/retention.hpp"
@@ -18,9 +21,12 @@ class finished_run_cache;
 
 namespace hb::actors {
 
-// Detached: SQLite commits block. Appends are applied as they arrive and
-// committed once the mailbox runs dry or the batch is large, so one streaming
-// run commits every delta at once and many runs share each commit.
+// Where a log actor runs. The daemon gives each a thread of its own
+// (detached): SQLite commits, reads and fsyncs block, and would hold up a
+// scheduler thread. Tests put them on the scheduler, which CAF's test
+// coordinator then runs one message at a time on the test's thread.
+enum class spawn_mode { detached, scheduled };
+
 struct retention_settings {
   storage::retention_policy policy;
   std::chrono::milliseconds interval{60'000}; // between checks when nothing is due
@@ -43,21 +49,26 @@ void wake_checkpointer();
 void send_run_output(const caf::actor& writer, const std::string& run_id, run_output* queue, bool is_event,
                      std::string text, double at);
 
-// `finished`: runs it prunes are dropped from there.
+// Appends are applied as they arrive and committed once the mailbox runs dry
+// or the batch is large, so one streaming run commits every delta at once
+// and many runs share each commit. `finished`: runs it prunes are dropped
+// from there.
 caf::actor spawn_log_writer(caf::actor_system& sys, std::shared_ptr<storage::log_writer> log,
                             const retention_settings& retention,
-                            std::shared_ptr<storage::finished_run_cache> finished);
+                            std::shared_ptr<storage::finished_run_cache> finished,
+                            spawn_mode mode = spawn_mode::detached);
 
-// Detached: moves the WAL into the database file every `period`, so the
+// Moves the WAL into the database file every `period`, so the
 // writer (which never checkpoints) is not held up by fsyncs; while nothing is
 // committed or read it sleeps without a timer (one per process; keep the
 // handle: nothing else references it then).
 caf::actor spawn_log_checkpointer(caf::actor_system& sys, const std::string& db_path,
-                                  std::chrono::milliseconds period);
+                                  std::chrono::milliseconds period, spawn_mode mode = spawn_mode::detached);
 
-// Detached, each with its own read-only connection. Finished runs they read
+// Each with its own read-only connection. Finished runs they read
 // are kept in `finished` (shared by all readers and the broker).
 caf::actor spawn_log_reader(caf::actor_system& sys, const std::string& db_path,
-                            std::shared_ptr<storage::finished_run_cache> finished);
+                            std::shared_ptr<storage::finished_run_cache> finished,
+                            spawn_mode mode = spawn_mode::detached);
 
 } // namespace hb::actors

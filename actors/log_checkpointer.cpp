@@ -1,11 +1,14 @@
+// The log checkpointer: moves the WAL into the database file (see
+// storage/checkpoint.hpp for why not the writer), sleeps while nothing is
+// committed or read, and hands freed memory back after big runs.
 #include "actors/log_actors.hpp"
 
 #include "actors/daemon_log.hpp"
+#include "actors/log_messages.hpp"
 #include "actors/test_faults.hpp"
-#include "actors/vocabulary.hpp"
+#include "storage/checkpoint.hpp"
 
 #include <caf/all.hpp>
-#include <SQLiteCpp/SQLiteCpp.h>
 
 #include <malloc.h>
 
@@ -36,13 +39,9 @@ struct checkpointer_alarm {
 };
 checkpointer_alarm sleeper;
 
-// Checkpoints copy the WAL back into the database file and fsync it. Done by
-// the committing writer (SQLite's default), each one would hold up every
-// delta waiting behind it; so the writer never checkpoints and this actor
-// does it on its own connection, which does not block appends.
 struct checkpointer_state {
   std::string path;
-  std::unique_ptr<SQLite::Database> db;
+  std::unique_ptr<storage::checkpoint_connection> db;
   int open_failures = 0;      // in a row; the next try waits longer
   uint64_t moved_seen = 0;    // output_bytes_moved at the previous tick
   uint64_t moved_trimmed = 0; // ... at the last trim
@@ -80,7 +79,7 @@ bool something_new(checkpointer_state& st) {
   int64_t version = 0;
   try {
     if (st.db)
-      version = st.db->execAndGet("PRAGMA data_version").getInt64();
+      version = st.db->data_version();
   } catch (const std::exception&) {
     version = st.data_version + 1; // cannot tell: assume so, and keep the timer
   }
@@ -96,14 +95,11 @@ bool something_new(checkpointer_state& st) {
 bool checkpoint(checkpointer_state& st) {
   if (!st.db)
     return true;
-  try {
-    SQLite::Statement q(*st.db, "PRAGMA wal_checkpoint(PASSIVE)");
-    if (q.executeStep())
-      return q.getColumn(0).getInt() == 0 && q.getColumn(1).getInt() == q.getColumn(2).getInt();
-  } catch (const std::exception& e) {
-    log_event(log_level::warn, "log.checkpoint_failed", e.what());
-  }
-  return false;
+  std::string failure;
+  bool settled = st.db->checkpoint(&failure);
+  if (!failure.empty())
+    log_event(log_level::warn, "log.checkpoint_failed", failure);
+  return settled;
 }
 
 // Without its connection the checkpointer does nothing and the WAL grows
@@ -114,9 +110,7 @@ std::chrono::milliseconds open_connection(checkpointer_state& st) {
   try {
     if (test_fault_enabled("checkpointer_open_fails") && st.open_failures < 2)
       throw std::runtime_error("test fault: checkpointer_open_fails");
-    auto db = std::make_unique<SQLite::Database>(st.path, SQLite::OPEN_READWRITE);
-    db->setBusyTimeout(1000);
-    st.db = std::move(db);
+    st.db = std::make_unique<storage::checkpoint_connection>(st.path);
   } catch (const std::exception& e) {
     ++st.open_failures;
     auto wait = std::chrono::milliseconds(500) * (1 << std::min(st.open_failures - 1, 7));
@@ -137,16 +131,16 @@ caf::behavior log_checkpointer_actor(caf::stateful_actor<checkpointer_state>* se
                                      std::chrono::milliseconds period) {
   self->state.path = std::move(path);
   sleeper.who = caf::weak_actor_ptr{self->ctrl()};
-  self->send(self, tick_atom::value);
+  self->send(self, checkpoint_due{});
   return {
-    [=](tick_atom) {
+    [=](checkpoint_due) {
       auto& st = self->state;
       if (!st.db) {
         // Not asleep while it has no connection: the retry's own timer
         // is the one outstanding tick.
         if (auto retry = open_connection(st); retry.count() > 0) {
           trim_when_quiet(st);
-          self->delayed_send(self, retry, tick_atom::value);
+          self->delayed_send(self, retry, checkpoint_due{});
           return;
         }
       }
@@ -154,7 +148,7 @@ caf::behavior log_checkpointer_actor(caf::stateful_actor<checkpointer_state>* se
       bool fresh = something_new(st);
       trim_when_quiet(st);
       if (fresh || !settled) {
-        self->delayed_send(self, period, tick_atom::value);
+        self->delayed_send(self, period, checkpoint_due{});
         return;
       }
       // A whole period without news, the WAL in the file and the memory
@@ -163,7 +157,7 @@ caf::behavior log_checkpointer_actor(caf::stateful_actor<checkpointer_state>* se
       // look once more.
       sleeper.asleep.store(true, std::memory_order_release);
       if (something_new(st) && sleeper.asleep.exchange(false, std::memory_order_acq_rel))
-        self->delayed_send(self, period, tick_atom::value);
+        self->delayed_send(self, period, checkpoint_due{});
     },
   };
 }
@@ -175,7 +169,7 @@ void wake_checkpointer() {
     return; // the usual case while output flows: one load, no write
   if (sleeper.asleep.exchange(false, std::memory_order_acq_rel))
     if (auto who = caf::actor_cast<caf::actor>(sleeper.who))
-      caf::anon_send(who, tick_atom::value);
+      caf::anon_send(who, checkpoint_due{});
 }
 
 void note_output_moved(size_t bytes) {
@@ -184,7 +178,9 @@ void note_output_moved(size_t bytes) {
 }
 
 caf::actor spawn_log_checkpointer(caf::actor_system& sys, const std::string& db_path,
-                                  std::chrono::milliseconds period) {
+                                  std::chrono::milliseconds period, spawn_mode mode) {
+  if (mode == spawn_mode::scheduled)
+    return sys.spawn(log_checkpointer_actor, db_path, period);
   return sys.spawn<caf::detached>(log_checkpointer_actor, db_path, period);
 }
 

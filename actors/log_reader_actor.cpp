@@ -3,9 +3,9 @@
 // twice are kept in memory (storage/finished_runs.hpp).
 #include "actors/daemon_log.hpp"
 #include "actors/log_actors.hpp"
+#include "actors/log_messages.hpp"
 #include "actors/responses.hpp"
 #include "actors/test_faults.hpp"
-#include "actors/vocabulary.hpp"
 #include "protocol/wire_error.hpp"
 #include "storage/finished_runs.hpp"
 #include "storage/log_reader.hpp"
@@ -50,22 +50,10 @@ void open_log(reader_actor* self) {
   st.open_failed = false;
 }
 
-// A read answered as a response line, plus what a waiting client needs to
-// know: whether it carries anything new, where the cursors now stand, and
-// whether the run is over. Errors count as news and as the end.
-struct read_outcome {
-  std::string line;
-  bool news = true;
-  int64_t cursor = 0;
-  int64_t event_cursor = 0;
-  bool done = true;
-  bool more = false; // a bounded read stopped early: more is in the log already
-};
-
 template <class Encode>
-read_outcome answer_from_log(reader_actor* self, const std::string& run_id, int64_t cursor,
+output_reply answer_from_log(reader_actor* self, const std::string& run_id, int64_t cursor,
                              int64_t delta_from, int64_t event_from, size_t max_bytes, Encode encode) {
-  read_outcome out;
+  output_reply out;
   try {
     open_log(self);
     if (!self->state.log)
@@ -125,18 +113,18 @@ caf::behavior log_reader_actor(reader_actor* self, std::string path,
   self->state.path = std::move(path);
   open_log(self);
   return {
-    // max_bytes 0: everything from the cursors on (get_output); else a
-    // bounded read for a follower (see log_reader::read_run).
-    [=](output_atom, const std::string& run_id, int64_t cursor, int64_t event_cursor,
-        bool include_output, int64_t max_bytes) {
+    [=](const output_query& q) {
       auto& st = self->state;
-      read_outcome out;
+      const auto& run_id = q.run_id;
+      int64_t cursor = q.cursor, event_cursor = q.event_cursor;
+      bool include_output = q.include_output;
+      output_reply out;
       if (auto run = st.finished ? st.finished->find(run_id) : nullptr) {
         out.line = get_output_line(*run, cursor, event_cursor, include_output);
         out.cursor = run->delta_count();
         out.event_cursor = run->event_count();
       } else {
-        size_t limit = max_bytes > 0 ? static_cast<size_t>(max_bytes) : SIZE_MAX;
+        size_t limit = q.max_bytes > 0 ? static_cast<size_t>(q.max_bytes) : SIZE_MAX;
         out = answer_from_log(self, run_id, cursor, include_output ? 0 : cursor, event_cursor, limit,
                               [&](const storage::run_snapshot& run) {
                                 keep_finished(self, run);
@@ -144,23 +132,22 @@ caf::behavior log_reader_actor(reader_actor* self, std::string path,
                               });
       }
       note_output_moved(out.line.size());
-      // A message built here takes the line by move; a returned tuple was
+      // A message built here takes the reply by move; a returned value was
       // copied into one (a done run's line holds its result: 200 MB for a
       // 100 MB run).
-      return caf::make_message(std::move(out.line), out.news, out.cursor, out.event_cursor, out.done,
-                               out.more);
+      return caf::make_message(std::move(out));
     },
-    [=](result_atom, const std::string& run_id) {
-      std::string line = answer_from_log(self, run_id, 0, 0, 0, SIZE_MAX, get_result_line).line;
+    [=](const result_query& q) {
+      std::string line = answer_from_log(self, q.run_id, 0, 0, 0, SIZE_MAX, get_result_line).line;
       note_output_moved(line.size());
       return caf::make_message(std::move(line)); // (see above)
     },
-    [=](history_atom, const std::string& session_id) -> caf::result<std::string> {
+    [=](const history_query& q) -> caf::result<std::string> {
       try {
         open_log(self);
         if (!self->state.log)
           throw std::runtime_error("event log is not open for reading");
-        return self->state.log->read_history(session_id);
+        return self->state.log->read_history(q.session_id);
       } catch (const std::exception& e) {
         return caf::make_error(caf::sec::runtime_error, e.what());
       }
@@ -171,7 +158,9 @@ caf::behavior log_reader_actor(reader_actor* self, std::string path,
 } // namespace
 
 caf::actor spawn_log_reader(caf::actor_system& sys, const std::string& db_path,
-                            std::shared_ptr<storage::finished_run_cache> finished) {
+                            std::shared_ptr<storage::finished_run_cache> finished, spawn_mode mode) {
+  if (mode == spawn_mode::scheduled)
+    return sys.spawn(log_reader_actor, db_path, std::move(finished));
   return sys.spawn<caf::detached>(log_reader_actor, db_path, std::move(finished));
 }
 

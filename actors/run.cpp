@@ -1,6 +1,7 @@
 #include "actors/run.hpp"
 
 #include "actors/log_actors.hpp"
+#include "actors/log_messages.hpp"
 #include "actors/question_messages.hpp"
 #include "actors/run_output.hpp"
 #include "actors/vocabulary.hpp"
@@ -115,8 +116,9 @@ void finish(caf::blocking_actor* self, const run_spec& spec, bridge::turn_outcom
     .receive([](bool) {}, [](caf::error&) {});
   bool has_error = out.error.has_value();
   self
-    ->request(spec.writer, caf::infinite, close_run_atom::value, spec.run_id, out.status,
-              protocol::checked_json_value(std::move(out.result)), has_error, std::move(out.error).value_or(std::string()), now_seconds())
+    ->request(spec.writer, caf::infinite,
+              run_end{spec.run_id, out.status, protocol::checked_json_value(std::move(out.result)), has_error,
+                      std::move(out.error).value_or(std::string()), now_seconds()})
     .receive([](bool) {}, [](caf::error&) {});
   self->send(spec.session, run_finished{spec.run_id});
 }

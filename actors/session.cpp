@@ -8,6 +8,7 @@
 #include "actors/blocking_call.hpp"
 #include "actors/daemon_log.hpp"
 #include "actors/errors.hpp"
+#include "actors/log_messages.hpp"
 #include "actors/responses.hpp"
 #include "actors/run.hpp"
 #include "bridge/agent_hosting.hpp"
@@ -67,8 +68,9 @@ void persist(session_actor* self) {
   bool destroyed = st.now == phase::destroyed;
   self->send(st.links.broker, session_activity{st.id, st.profile.empty() ? "default" : st.profile,
                                                st.busy() && !destroyed});
-  self->send(st.links.writer, put_sess_atom::value, st.id, st.created_at, st.last_used_at, st.config,
-             st.history.has_value(), st.history.value_or("[]"), st.message_count, destroyed);
+  self->send(st.links.writer, session_put{{st.id, st.created_at, st.last_used_at, st.config,
+                                           st.history.value_or("[]"), st.history.has_value(), st.message_count,
+                                           destroyed}});
 }
 
 void finish_destroy(session_actor* self) {

@@ -6,6 +6,7 @@
 
 #include "actors/blocking_call.hpp"
 #include "actors/errors.hpp"
+#include "actors/log_messages.hpp"
 #include "actors/question_messages.hpp"
 #include "actors/responses.hpp"
 #include "actors/run.hpp"
@@ -26,7 +27,7 @@ caf::error log_failure(const char* what, const caf::error& err) {
 }
 
 void deliver_result(session_actor* self, const std::string& run_id, caf::response_promise rp) {
-  self->request(self->state.links.reader, caf::infinite, result_atom::value, run_id)
+  self->request(self->state.links.reader, caf::infinite, result_query{run_id})
     .then([=](std::string& line) mutable { rp.deliver(std::move(line)); },
           [=](caf::error& err) mutable { rp.deliver(log_failure("read failed", err)); });
 }
@@ -81,7 +82,7 @@ void start_with_history(session_actor* self, chat_plan plan, turn_input turn, ca
   };
   if (st.history)
     return inject(*st.history, std::move(plan), rp);
-  self->request(st.links.reader, caf::infinite, history_atom::value, st.id)
+  self->request(st.links.reader, caf::infinite, history_query{st.id})
     .then(
       [=](std::string& history) mutable {
         self->state.history = history;
@@ -390,7 +391,7 @@ void on_history(session_actor* self, caf::response_promise rp) {
     return rp.deliver(make_error(errc::not_found, "unknown session: " + st.id));
   if (st.history)
     return rp.deliver(answer(*st.history));
-  self->request(st.links.reader, caf::infinite, history_atom::value, st.id)
+  self->request(st.links.reader, caf::infinite, history_query{st.id})
     .then([=](std::string& history) mutable { rp.deliver(answer(history)); },
           [=](caf::error& err) mutable { rp.deliver(log_failure("read failed", err)); });
 }

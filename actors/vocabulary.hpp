@@ -1,9 +1,8 @@
-// The messages the daemon's actors exchange. Every payload is a builtin
-// (strings, numbers, bools), so any actor could later live in another
-// process behind CAF's middleman without changing a handler.
+// The atoms the daemon's actors still exchange (the log actors' messages are
+// structs: log_messages.hpp), and the daemon's settings. Every payload is a
+// builtin (strings, numbers, bools), so any actor could later live in
+// another process behind CAF's middleman without changing a handler.
 #pragma once
-
-#include "bridge/tmux/native_session.hpp"
 
 #include <caf/atom.hpp>
 #include <caf/meta/type_name.hpp>
@@ -13,36 +12,12 @@
 #include <memory>
 #include <string>
 
-namespace hb::actors {
-
-// log writer
-// A run begins: the writer answers true once its row is committed.
-struct run_opening {
-  std::string run_id;
-  std::string session_id;
-  double started_at = 0;
-  std::string user_message; // JSON text; empty when the run has none (replays)
-};
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, run_opening& x) {
-  return f(caf::meta::type_name("run_opening"), x.run_id, x.session_id, x.started_at, x.user_message);
+namespace hb::bridge {
+struct native_options; // bridge/tmux/native_session.hpp
 }
 
-using delta_atom = caf::atom_constant<caf::atom("delta")>;
-using event_atom = caf::atom_constant<caf::atom("event")>;
-using close_run_atom = caf::atom_constant<caf::atom("close_run")>;
-using pending_atom = caf::atom_constant<caf::atom("pending")>; // a run's queued output (run_output.hpp)
-using put_sess_atom = caf::atom_constant<caf::atom("put_sess")>;
-using flush_atom = caf::atom_constant<caf::atom("flush")>;
-using prune_atom = caf::atom_constant<caf::atom("prune")>;
-using commit_atom = caf::atom_constant<caf::atom("commit")>;
-using watch_atom = caf::atom_constant<caf::atom("watch")>;
-using retry_atom = caf::atom_constant<caf::atom("retry")>;
-using committed_atom = caf::atom_constant<caf::atom("committed")>;
-// log readers
-using output_atom = caf::atom_constant<caf::atom("output")>;
-using result_atom = caf::atom_constant<caf::atom("result")>;
+namespace hb::actors {
+
 // sessions
 using history_atom = caf::atom_constant<caf::atom("history")>;
 using destroy_atom = caf::atom_constant<caf::atom("destroy")>;

@@ -3,6 +3,8 @@
 #include "storage/log_file.hpp"
 #include "storage/private_files.hpp"
 
+#include <sqlite3.h>
+
 #include <stdexcept>
 
 namespace hb::storage {
@@ -169,6 +171,14 @@ size_t log_writer::commit() {
   pending_rows_ = 0;
   return n;
 }
+
+void log_writer::forget_bound_values() {
+  sqlite3* db = db_.getHandle();
+  for (sqlite3_stmt* stmt = sqlite3_next_stmt(db, nullptr); stmt; stmt = sqlite3_next_stmt(db, stmt))
+    sqlite3_clear_bindings(stmt);
+}
+
+void log_writer::fold_wal() { db_.exec("PRAGMA wal_checkpoint(TRUNCATE)"); }
 
 void log_writer::rollback() {
   if (in_tx_) {

@@ -54,6 +54,19 @@ public:
   void rollback();
   size_t pending_rows() const { return pending_rows_; }
 
+  // SQLite keeps a copy of every value bound to a prepared statement until
+  // it is bound again: the statement that stored a run's result (its whole
+  // output twice: final_response and the messages) and the one that stored
+  // the session's history kept about 3x the run's output for as long as the
+  // daemon lived (160 MB after a 50 MB flood). Every statement of the writer
+  // binds all its parameters before each use, so after a big row they can
+  // all let go.
+  void forget_bound_values();
+  // Moves the whole WAL into the database file and empties it (on stop, so
+  // that a copy of the database file alone holds everything). Throws when
+  // SQLite cannot; what is committed stays in the WAL then.
+  void fold_wal();
+
   // For start-up work (recovery, loading sessions) before appends begin.
   SQLite::Database& database() { return db_; }
 

@@ -14,6 +14,9 @@ using namespace hb::actors;
 
 namespace {
 
+// The test lets held run openings through (a promise is the writer's to keep).
+using release_atom = caf::atom_constant<caf::atom("release")>;
+
 caf::behavior fake_broker(caf::event_based_actor*, std::shared_ptr<session_world> w) {
   return {
     [=](session_activity& a) { w->activity.push_back(std::move(a)); },
@@ -34,6 +37,10 @@ caf::behavior fake_writer(caf::event_based_actor* self, std::shared_ptr<session_
       return rp;
     },
     [=](session_put& p) { w->puts.push_back(std::move(p.row)); },
+    [=](release_atom) {
+      for (auto& rp : std::exchange(w->held_openings, {}))
+        rp.deliver(true);
+    },
   };
 }
 
@@ -137,8 +144,7 @@ bool session_fixture::alive(const caf::actor& s) {
 }
 
 void session_fixture::release_openings() {
-  for (auto& rp : std::exchange(world->held_openings, {}))
-    rp.deliver(true);
+  caf::anon_send(writer, release_atom::value);
   deliver();
 }
 

@@ -125,7 +125,7 @@ CAF_TEST(a run shows as running until its end is committed) {
   CAF_CHECK(v.current_run_id.empty());
 }
 
-CAF_TEST(a chat that waits is answered with the result at the run's end) {
+CAF_TEST(a chat that waits is answered with the result at the end of the run) {
   auto s = session();
   auto answer = chat(s, R"({"message": "x", "wait": true})");
   auto run_id = world->runs.at(0).run_id;
@@ -256,6 +256,9 @@ CAF_TEST(idle collection frees the agent and the next chat resumes the stored hi
   CAF_REQUIRE(collected);
   CAF_CHECK(*collected);
   CAF_CHECK(view(s).created); // still listed
+  auto steered = ask<std::string>(s, steer_turn{"x"}); // dormant: no turn to steer, not an unknown session
+  CAF_REQUIRE(steered);
+  CAF_CHECK(json::parse(*steered)["accepted"] == false);
   auto history = ask<std::string>(s, history_atom::value);
   CAF_REQUIRE(history);
   run_chat(s, hello);
@@ -275,7 +278,7 @@ CAF_TEST(a dormant session resumes from the log with its profile and history) {
   CAF_CHECK(json::parse(view(d).config)["resumed"] == true);
 }
 
-CAF_TEST(a client's own history wins over the stored one) {
+CAF_TEST(the own history of a client wins over the stored one) {
   auto d = dormant("old", 2);
   run_chat(d, R"({"message": "more", "conversation_history": []})");
   CAF_CHECK(json::parse(world->runs[0].request)["conversation_history"] == json::array());

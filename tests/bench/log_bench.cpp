@@ -3,6 +3,7 @@
 // runs, the delay until one streaming run's delta is visible to readers,
 // and start-up work (integrity check, recovery) on a log of a million events.
 #include "actors/log_actors.hpp"
+#include "actors/log_messages.hpp"
 #include "actors/run_output.hpp"
 #include "actors/vocabulary.hpp"
 #include "storage/log_reader.hpp"
@@ -23,7 +24,7 @@
 
 using namespace std::chrono;
 namespace fs = std::filesystem;
-using hb::actors::flush_atom;
+using hb::actors::log_flush;
 using hb::actors::run_opening;
 
 namespace {
@@ -77,7 +78,7 @@ double actor_rate(caf::actor_system& sys, const std::string& dir, int runs, int 
     });
   for (auto& p : producers)
     p.join();
-  self->request(writer, caf::infinite, flush_atom::value).receive([](bool) {}, [](caf::error&) {});
+  self->request(writer, caf::infinite, log_flush{}).receive([](bool) {}, [](caf::error&) {});
   double rate = 2.0 * runs * deltas_per_run / seconds_since(t);
   caf::anon_send_exit(writer, caf::exit_reason::user_shutdown);
   return rate;

@@ -1,0 +1,61 @@
+#include "actors/log_operations.hpp"
+
+#include "protocol/json_text.hpp"
+#include "storage/log_writer.hpp"
+
+#include <utility>
+
+namespace hb::actors::log_operations {
+
+namespace {
+
+std::string stream_delta_event(const std::string& text) {
+  std::string body = "{\"event\": \"stream.delta\", \"delta\": ";
+  protocol::append_quoted(body, text);
+  body += '}';
+  return body;
+}
+
+} // namespace
+
+operation open_run(std::string run_id, std::string session_id, double started_at, std::string user_message) {
+  return [run_id = std::move(run_id), session_id = std::move(session_id), started_at,
+          user_message = std::move(user_message)](storage::log_writer& w) {
+    w.open_run(run_id, session_id, started_at, user_message);
+  };
+}
+
+operation append_delta(std::string run_id, std::string text, double at) {
+  return [run_id = std::move(run_id), at, text = std::move(text)](storage::log_writer& w) {
+    if (w.append_delta(run_id, text, at))
+      w.append_event(run_id, stream_delta_event(text), at);
+  };
+}
+
+operation append_event(std::string run_id, std::string body, double at) {
+  return [run_id = std::move(run_id), at, body = std::move(body)](storage::log_writer& w) {
+    w.append_event(run_id, body, at);
+  };
+}
+
+operation close_run(std::string run_id, std::string status, std::optional<std::string> result,
+                    std::optional<std::string> error, double ended_at) {
+  return [run_id = std::move(run_id), status = std::move(status), ended_at, result = std::move(result),
+          error = std::move(error)](storage::log_writer& w) {
+    w.close_run(run_id, status, result, error, ended_at);
+    w.forget_bound_values(); // (a result holds the run's output twice)
+  };
+}
+
+operation put_session(storage::session_row row) {
+  return [row = std::move(row)](storage::log_writer& w) {
+    w.put_session(row);
+    w.forget_bound_values(); // (a history can be big)
+  };
+}
+
+operation nothing() {
+  return [](storage::log_writer&) {};
+}
+
+} // namespace hb::actors::log_operations

@@ -1,0 +1,318 @@
+// The log writer: the only actor that writes the event log. It applies what
+// it is sent as it arrives and commits once its mailbox ahead of the commit
+// is applied (group commit), answers those who wait for their rows to be
+// durable, tells the watcher what each commit touched, and prunes by the
+// retention limits in small steps between appends. The transactions and
+// what a failed write holds back: log_batches.hpp.
+#include "actors/daemon_log.hpp"
+#include "actors/log_actors.hpp"
+#include "actors/log_batches.hpp"
+#include "actors/log_messages.hpp"
+#include "actors/log_operations.hpp"
+#include "actors/run_output.hpp"
+#include "actors/vocabulary.hpp"
+#include "storage/finished_runs.hpp"
+#include "storage/log_writer.hpp"
+
+#include <caf/all.hpp>
+
+#include <chrono>
+#include <optional>
+#include <unordered_map>
+#include <utility>
+
+namespace hb::actors {
+
+namespace {
+
+constexpr std::chrono::seconds retry_period{1};
+
+struct confirmation {
+  caf::response_promise promise;
+  bool survives_failure; // a run's end, flushes: kept until written; a run's opening: fails at once
+};
+
+struct writer_state {
+  std::unique_ptr<log_batches> batches;
+  retention_settings retention;
+  storage::pruner pruner;
+  std::shared_ptr<storage::finished_run_cache> finished;
+  // Callers that may only proceed once their rows are durable.
+  std::vector<confirmation> after_commit;
+  bool commit_queued = false;
+  // Who hears about each commit (the broker, for long-polls and
+  // subscriptions), and what the pending batch touched: run -> session.
+  caf::actor listener;
+  std::unordered_map<std::string, std::string> touched;
+  std::unordered_map<std::string, std::string> session_of_run;
+  static inline const char* name = "log_writer";
+};
+
+using writer_actor = caf::stateful_actor<writer_state>;
+
+void publish(writer_actor* self) {
+  auto& st = self->state;
+  if (st.touched.empty())
+    return;
+  if (st.listener) {
+    log_committed notice;
+    notice.runs.reserve(st.touched.size());
+    notice.sessions.reserve(st.touched.size());
+    for (auto& [run, session] : st.touched) {
+      notice.runs.push_back(run);
+      notice.sessions.push_back(session);
+    }
+    self->send(st.listener, std::move(notice));
+  }
+  st.touched.clear();
+}
+
+// Everything waiting for a commit is written: its callers go on.
+void confirm_written(writer_actor* self) {
+  auto& st = self->state;
+  for (auto& c : st.after_commit)
+    c.promise.deliver(true);
+  st.after_commit.clear();
+  publish(self);
+}
+
+// A write just failed: callers that cannot wait are told, the rest wait for
+// the retry.
+void on_write_failed(writer_actor* self) {
+  auto& st = self->state;
+  std::vector<confirmation> kept;
+  for (auto& c : st.after_commit) {
+    if (c.survives_failure)
+      kept.push_back(std::move(c));
+    else
+      c.promise.deliver(caf::make_error(caf::sec::runtime_error, "event log: " + st.batches->failure()));
+  }
+  st.after_commit = std::move(kept);
+  self->delayed_send(self, retry_period, retry_due{});
+}
+
+void commit_now(writer_actor* self) {
+  auto& st = self->state;
+  st.commit_queued = false;
+  if (st.batches->degraded())
+    return; // the retry commits
+  auto rows = st.batches->commit();
+  if (!rows)
+    return on_write_failed(self);
+  if (*rows > 0)
+    wake_checkpointer();
+  confirm_written(self);
+}
+
+// Writes the held operations again; on success the writer is back to normal.
+void retry_held(writer_actor* self) {
+  auto& st = self->state;
+  if (!st.batches->degraded())
+    return;
+  if (!st.batches->retry()) {
+    self->delayed_send(self, retry_period, retry_due{});
+    return;
+  }
+  wake_checkpointer();
+  confirm_written(self);
+}
+
+void touch(writer_actor* self, const std::string& run_id) {
+  auto& st = self->state;
+  auto it = st.session_of_run.find(run_id);
+  if (it != st.session_of_run.end())
+    st.touched.try_emplace(run_id, it->second); // (emplace would build a node per delta to throw away)
+}
+
+// Group commit: the first append after a commit queues a commit message
+// behind everything already in the mailbox, so all of it shares one
+// transaction; a lone streaming run still commits each delta at once.
+log_batches::applied apply(writer_actor* self, log_batches::operation op, size_t bytes,
+                           const std::string* run = nullptr) {
+  auto& st = self->state;
+  auto outcome = st.batches->apply(std::move(op), bytes, run);
+  if (outcome == log_batches::applied::failed)
+    on_write_failed(self);
+  if (outcome != log_batches::applied::written)
+    return outcome;
+  if (st.batches->batch_full()) {
+    commit_now(self);
+  } else if (!st.commit_queued && (st.batches->pending_rows() > 0 || !st.after_commit.empty())) {
+    st.commit_queued = true;
+    self->send(self, commit_due{});
+  }
+  return outcome;
+}
+
+caf::result<bool> apply_then_confirm(writer_actor* self, log_batches::operation op, bool survives_failure,
+                                     size_t bytes = 0) {
+  auto rp = self->make_response_promise<bool>();
+  auto& st = self->state;
+  if (st.batches->degraded() && !survives_failure) {
+    rp.deliver(caf::make_error(caf::sec::runtime_error, "event log unavailable (" + st.batches->failure() +
+                                                          "); try again when it is writable"));
+    return rp;
+  }
+  st.after_commit.push_back(confirmation{rp, survives_failure});
+  apply(self, std::move(op), bytes);
+  return rp;
+}
+
+// Texts are taken out of the message (mutable references: the message is
+// this actor's alone, so nothing is copied) and moved into the operation
+// (see log_operations.hpp).
+log_batches::applied apply_delta(writer_actor* self, const std::string& run_id, std::string text, double at) {
+  note_output_moved(text.size());
+  size_t bytes = 2 * text.size(); // the delta and its stream.delta event
+  return apply(self, log_operations::append_delta(run_id, std::move(text), at), bytes, &run_id);
+}
+
+log_batches::applied apply_event(writer_actor* self, const std::string& run_id, std::string body, double at) {
+  note_output_moved(body.size());
+  size_t bytes = body.size();
+  return apply(self, log_operations::append_event(run_id, std::move(body), at), bytes, &run_id);
+}
+
+void write_queued(writer_actor* self, const std::string& run_id, std::vector<run_output::item> items) {
+  if (items.empty())
+    return;
+  touch(self, run_id);
+  for (auto& item : items) {
+    auto size = static_cast<int64_t>(item.text.size());
+    auto outcome = item.is_event ? apply_event(self, run_id, std::move(item.text), item.at)
+                                 : apply_delta(self, run_id, std::move(item.text), item.at);
+    self->state.batches->count_output(outcome, size);
+  }
+}
+
+caf::result<bool> end_run(writer_actor* self, run_end& end) {
+  auto& st = self->state;
+  const std::string& run_id = end.run_id;
+  if (auto queue = find_run_output(run_id)) {
+    write_queued(self, run_id, queue->close()); // whatever its last message did not take
+    forget_run_output(run_id);
+  }
+  touch(self, run_id);
+  st.session_of_run.erase(run_id); // its entry in `touched` carries the session
+  size_t bytes = end.result.size() + end.error.size();
+  std::optional<std::string> result, error;
+  if (!end.result.empty())
+    result = std::move(end.result);
+  if (end.has_error)
+    error = std::move(end.error);
+  std::string status = end.status;
+  if (auto cut = st.batches->take_cut(run_id)) {
+    status = "error"; // its output is not whole: never `complete`
+    error = std::move(cut);
+  }
+  return apply_then_confirm(
+    self, log_operations::close_run(run_id, std::move(status), std::move(result), std::move(error), end.ended_at),
+    true, bytes);
+}
+
+// On stop: commit, then fold the WAL into the database file, so a copy of
+// events.db alone holds everything. What is still held after one last try
+// is lost with this process: the caller must not exit 0.
+caf::result<bool> flush_for_stop(writer_actor* self, const final_flush& flush) {
+  auto& batches = *self->state.batches;
+  commit_now(self);
+  retry_held(self);
+  if (batches.degraded())
+    return caf::make_error(caf::sec::runtime_error,
+                           "event log unwritable (" + batches.failure() + "): " +
+                             std::to_string(batches.held_operations()) + " operations (" +
+                             std::to_string(batches.held_bytes()) + " bytes) held in memory were never written");
+  try {
+    if (flush.fold_wal)
+      batches.log().fold_wal();
+  } catch (const std::exception& e) {
+    // Committed in the WAL all the same: nothing is lost, the next start folds it.
+    log_event(log_level::error, "log.final_checkpoint_failed", e.what());
+  }
+  return true;
+}
+
+// One bounded pruning step; the next one queues behind whatever appends
+// arrived meanwhile, so retention never holds the writer for long. What is
+// applied is committed first, as any commit (a step is a transaction of its
+// own): were it left in the batch, a later failure would write it twice.
+void prune_step(writer_actor* self) {
+  auto& st = self->state;
+  commit_now(self);
+  if (st.batches->degraded()) {
+    self->delayed_send(self, st.retention.interval, prune_due{});
+    return;
+  }
+  bool more = false;
+  try {
+    more = st.pruner.step(st.batches->log().database(), st.retention.policy, now_seconds());
+    wake_checkpointer(); // rare (a retention interval apart); deletions grow the WAL too
+  } catch (const std::exception& e) {
+    log_event(log_level::error, "log.prune_failed", e.what());
+  }
+  for (const auto& run_id : st.pruner.take_pruned())
+    if (st.finished)
+      st.finished->forget(run_id);
+  if (more)
+    self->send(self, prune_due{});
+  else
+    self->delayed_send(self, st.retention.interval, prune_due{});
+}
+
+caf::behavior log_writer_actor(writer_actor* self, std::shared_ptr<storage::log_writer> log,
+                               retention_settings retention,
+                               std::shared_ptr<storage::finished_run_cache> finished) {
+  self->state.batches = std::make_unique<log_batches>(std::move(log));
+  self->state.retention = retention;
+  self->state.finished = std::move(finished);
+  self->send(self, prune_due{});
+  return {
+    // -- writing -----------------------------------------------------------
+    [=](run_opening& opening) {
+      self->state.session_of_run[opening.run_id] = opening.session_id;
+      touch(self, opening.run_id);
+      return apply_then_confirm(self,
+                                log_operations::open_run(std::move(opening.run_id), std::move(opening.session_id),
+                                                         opening.started_at, std::move(opening.user_message)),
+                                false);
+    },
+    [=](run_delta& delta) {
+      touch(self, delta.run_id);
+      apply_delta(self, delta.run_id, std::move(delta.text), delta.at);
+    },
+    [=](run_event& event) {
+      touch(self, event.run_id);
+      apply_event(self, event.run_id, std::move(event.body), event.at);
+    },
+    [=](const run_output_queued& queued) {
+      if (auto queue = find_run_output(queued.run_id))
+        write_queued(self, queued.run_id, queue->take());
+    },
+    [=](run_end& end) { return end_run(self, end); },
+    [=](session_put& put) {
+      size_t bytes = put.row.config.size() + put.row.history.size();
+      apply(self, log_operations::put_session(std::move(put.row)), bytes);
+    },
+    [=](log_flush) { return apply_then_confirm(self, log_operations::nothing(), true); },
+    [=](const final_flush& flush) { return flush_for_stop(self, flush); },
+    // -- telling -----------------------------------------------------------
+    [=](log_watch) { self->state.listener = caf::actor_cast<caf::actor>(self->current_sender()); },
+    [=](log_health_query) { return health_of(*self->state.batches); },
+    // -- its own timers ----------------------------------------------------
+    [=](commit_due) { commit_now(self); },
+    [=](retry_due) { retry_held(self); },
+    [=](prune_due) { prune_step(self); },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_log_writer(caf::actor_system& sys, std::shared_ptr<storage::log_writer> log,
+                            const retention_settings& retention,
+                            std::shared_ptr<storage::finished_run_cache> finished, spawn_mode mode) {
+  if (mode == spawn_mode::scheduled)
+    return sys.spawn(log_writer_actor, std::move(log), retention, std::move(finished));
+  return sys.spawn<caf::detached>(log_writer_actor, std::move(log), retention, std::move(finished));
+}
+
+} // namespace hb::actors
