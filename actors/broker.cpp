@@ -39,7 +39,7 @@ void collect_idle_sessions(broker_actor* self) {
             },
             [](caf::error&) {});
   }
-  self->delayed_send(self, self->state.settings->gc_interval, tick_atom::value);
+  self->delayed_send(self, self->state.settings->gc_interval, idle_sweep_due{});
 }
 
 caf::behavior broker_behavior(broker_actor* self, int listen_fd,
@@ -57,14 +57,14 @@ caf::behavior broker_behavior(broker_actor* self, int listen_fd,
   }
   st.acceptor = listen_on_fd(self, listen_fd);
   self->send(st.links.writer, log_watch{}); // commits are reported back for pushes
-  self->delayed_send(self, st.settings->gc_interval, tick_atom::value);
+  self->delayed_send(self, st.settings->gc_interval, idle_sweep_due{});
   return {
     [=](const caf::io::new_connection_msg& msg) { on_new_connection(self, msg.handle); },
     [=](const caf::io::new_data_msg& msg) { on_data(self, msg); },
     [=](const caf::io::connection_closed_msg& msg) { on_connection_closed(self, msg.handle); },
     [=](const caf::io::data_transferred_msg& msg) { on_transferred(self, msg); },
     [=](const caf::io::acceptor_closed_msg&) {},
-    [=](read_due_atom) {
+    [=](connection_sweep_due) {
       auto& st = self->state;
       st.sweep_armed = false;
       sweep_connections(self);
@@ -72,7 +72,7 @@ caf::behavior broker_behavior(broker_actor* self, int listen_fd,
         arm_sweep(self);
     },
     [=](const log_committed& touched) { on_committed(self, touched); },
-    [=](wait_due_atom, uint64_t key) { on_wait_due(self, key); },
+    [=](const poll_due& due) { on_wait_due(self, due.watcher); },
     [=](question_asked& asked) { return open_question(self, asked); },
     [=](session_activity& a) {
       auto& st = self->state;
@@ -87,8 +87,8 @@ caf::behavior broker_behavior(broker_actor* self, int listen_fd,
     [=](const session_questions_cancelled& cancelled) { cancel_questions(self, cancelled); },
     [=](const questions_withdrawn& gone) { withdraw_questions(self, gone); },
     [=](const run_questions_end& end) { return end_run_questions(self, end); },
-    [=](tick_atom) { collect_idle_sessions(self); },
-    [=](stop_atom) {
+    [=](idle_sweep_due) { collect_idle_sessions(self); },
+    [=](broker_stop) {
       stop_serving(self);
       auto rp = self->make_response_promise();
       auto& sessions = self->state.sessions;
@@ -98,7 +98,7 @@ caf::behavior broker_behavior(broker_actor* self, int listen_fd,
         return rp;
       }
       for (auto& [id, session] : sessions)
-        self->request(session, self->state.settings->drain_timeout, drain_atom::value)
+        self->request(session, self->state.settings->drain_timeout, drain_session{})
           .then([=](bool) mutable { if (--*left == 0) rp.deliver(true); },
                 [=](caf::error&) mutable { if (--*left == 0) rp.deliver(true); });
       return rp;

@@ -11,12 +11,58 @@
 #include "storage/log_writer.hpp"
 
 #include <caf/actor.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/meta/type_name.hpp>
 
 #include <functional>
 #include <memory>
 #include <vector>
 
 namespace hb::actors {
+
+// main -> broker: stop accepting, drain the sessions; answered true when done.
+struct broker_stop {
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, broker_stop&) {
+  return f(caf::meta::type_name("broker_stop"));
+}
+
+// Broker -> itself: collect idle sessions (every --gc-interval-s).
+struct idle_sweep_due {
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, idle_sweep_due&) {
+  return f(caf::meta::type_name("idle_sweep_due"));
+}
+
+// Broker -> itself: look for connections past their deadlines.
+struct connection_sweep_due {
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, connection_sweep_due&) {
+  return f(caf::meta::type_name("connection_sweep_due"));
+}
+
+// Broker -> itself: a long-poll's wait_ms is over.
+struct poll_due {
+  uint64_t watcher = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, poll_due& x) {
+  return f(caf::meta::type_name("poll_due"), x.watcher);
+}
+
+inline void add_broker_message_types(caf::actor_system_config& cfg) {
+  cfg.add_message_type<broker_stop>("hb::broker_stop")
+    .add_message_type<idle_sweep_due>("hb::idle_sweep_due")
+    .add_message_type<connection_sweep_due>("hb::connection_sweep_due")
+    .add_message_type<poll_due>("hb::poll_due");
+}
 
 struct broker_links {
   caf::actor writer;

@@ -299,7 +299,7 @@ void arm_sweep(broker_actor* self) {
   auto& st = self->state;
   if (std::exchange(st.sweep_armed, true))
     return;
-  self->delayed_send(self, sweep_period(*st.settings), read_due_atom::value);
+  self->delayed_send(self, sweep_period(*st.settings), connection_sweep_due{});
 }
 
 // Read deadlines for requests that never complete, and closing of idle

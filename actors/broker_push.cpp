@@ -156,7 +156,7 @@ void on_request(broker_actor* self, const reply_to& to, requests::get_output& r)
   w.include_output = r.include_output;
   w.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(r.wait_ms);
   uint64_t key = add_watcher(self, std::move(w));
-  self->delayed_send(self, std::chrono::milliseconds(r.wait_ms), wait_due_atom::value, key);
+  self->delayed_send(self, std::chrono::milliseconds(r.wait_ms), poll_due{key});
   read_for(self, key);
 }
 

@@ -79,7 +79,7 @@ void on_request(broker_actor* self, const reply_to& to, requests::steer& r) {
 }
 
 void on_request(broker_actor* self, const reply_to& to, requests::get_history& r) {
-  forward(self, to, existing_session(self, r.session_id), history_atom::value);
+  forward(self, to, existing_session(self, r.session_id), history_of{});
 }
 
 } // namespace hb::actors

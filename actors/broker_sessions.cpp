@@ -63,7 +63,7 @@ void destroy_sessions(broker_actor* self, std::vector<caf::actor> sessions,
   auto left = std::make_shared<size_t>(sessions.size());
   auto count = std::make_shared<int64_t>(0);
   for (auto& session : sessions)
-    self->request(session, session_reply_limit, destroy_atom::value)
+    self->request(session, session_reply_limit, destroy_session{})
       .then(
         [=](bool existed) {
           *count += existed ? 1 : 0;
@@ -167,7 +167,7 @@ void on_request(broker_actor* self, const reply_to& to, requests::destroy& r) {
   caf::actor session = it->second;
   self->state.sessions.erase(it);
   self->state.activity.erase(id);
-  self->request(session, session_reply_limit, destroy_atom::value)
+  self->request(session, session_reply_limit, destroy_session{})
     .then([=](bool existed) { respond(self, to, destroyed_line(id, existed)); },
           [=](caf::error&) { respond(self, to, destroyed_line(id, false)); });
 }

@@ -101,7 +101,7 @@ caf::behavior watchdog(caf::event_based_actor* self, caf::actor broker, caf::act
               {{"actor", is_broker ? "broker" : "log_writer"}, {"reason", caf::to_string(down.reason)}});
     request_stop();
   });
-  return {[](stop_atom) {}}; // it only watches
+  return {[](broker_stop) {}}; // it only watches
 }
 
 void wait_for_stop() {
@@ -134,6 +134,7 @@ int serve(const daemon_settings& settings, int listen_fd, std::shared_ptr<storag
   add_run_message_types(cfg);
   add_session_message_types(cfg);
   add_log_message_types(cfg);
+  add_broker_message_types(cfg);
   caf::actor_system sys{cfg};
   auto shared = std::make_shared<const daemon_settings>(settings);
   retention_settings retention;
@@ -170,7 +171,7 @@ int serve(const daemon_settings& settings, int listen_fd, std::shared_ptr<storag
   {
     caf::scoped_actor self{sys};
     if (!death->broker_gone) // (its runs are then settled by the next start's recovery)
-      self->request(broker, settings.drain_timeout + std::chrono::seconds(2), stop_atom::value)
+      self->request(broker, settings.drain_timeout + std::chrono::seconds(2), broker_stop{})
         .receive([](bool) {}, [](caf::error&) {});
     if (death->writer_gone) {
       log_event(log_level::error, "log.final_flush_failed", "the log writer is gone: output it had not committed is lost");

@@ -143,7 +143,7 @@ caf::message_handler refusals(session_actor* self) {
     [=](const interrupt_turn&) { return answer(self, refuse::interrupt); },
     [=](const steer_turn& msg) { return answer(self, refuse::steer, msg.text); },
     [=](const collect_idle&) { return false; },
-    [=](drain_atom) { return true; },
+    [=](drain_session) { return true; },
   };
 }
 
@@ -155,12 +155,13 @@ caf::message_handler common(session_actor* self) {
       auto& st = self->state;
       return std::make_tuple(st.listed, st.profile.empty() ? std::string("default") : st.profile);
     },
-    [=](history_atom) { return later(self, on_history); },
+    [=](history_of) { return later(self, on_history); },
     [=](const run_armed& armed) { on_armed(self, armed.run_id); },
     [=](run_closing& closing) { on_closing(self, closing); },
     [=](const run_finished& done) { on_run_done(self, done.run_id); },
-    [=](wait_due_atom, const std::string& run_id) { answer_waiting(self, run_id); },
-    [=](sync_due_atom, uint64_t ticket) {
+    [=](const wait_due& due) { answer_waiting(self, due.run_id); },
+    [=](const sync_due& due) {
+      uint64_t ticket = due.ticket;
       auto& st = self->state;
       if (auto it = st.syncing.find(ticket); it != st.syncing.end()) {
         it->second.deliver(interrupted_line(st.id, false));
@@ -212,7 +213,7 @@ void on_drain(session_actor* self, caf::response_promise rp) {
 // The handlers a phase takes, before common() and refusals().
 caf::message_handler takes(session_actor* self, phase p) {
   auto chat = [=](chat_request& chat) { return later(self, on_chat, std::move(chat)); };
-  auto destroy = [=](destroy_atom) { return on_destroy(self); };
+  auto destroy = [=](destroy_session) { return on_destroy(self); };
   // Only with an agent to ask; without one, the phase's refusal.
   auto interrupt = [=](const interrupt_turn& msg) {
     if (!self->state.agent && !self->state.replay_stop)
@@ -224,7 +225,7 @@ caf::message_handler takes(session_actor* self, phase p) {
       return answer(self, refuse::steer, msg.text);
     return later(self, on_steer, msg.text);
   };
-  auto drain = [=](drain_atom) { return later(self, on_drain); };
+  auto drain = [=](drain_session) { return later(self, on_drain); };
   switch (p) {
     case phase::fresh:
     case phase::dormant:

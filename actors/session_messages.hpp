@@ -47,6 +47,53 @@ typename Inspector::result_type inspect(Inspector& f, collect_idle& x) {
   return f(caf::meta::type_name("collect_idle"), x.idle_seconds);
 }
 
+// get_history: the session's conversation (answered with the response line).
+struct history_of {
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, history_of&) {
+  return f(caf::meta::type_name("history_of"));
+}
+
+// destroy: answered true when it was a session anyone could use.
+struct destroy_session {
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, destroy_session&) {
+  return f(caf::meta::type_name("destroy_session"));
+}
+
+// The daemon stops: end the live turn; answered true once it has ended.
+struct drain_session {
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, drain_session&) {
+  return f(caf::meta::type_name("drain_session"));
+}
+
+// Session -> itself: a chat {wait: true} has waited its timeout.
+struct wait_due {
+  std::string run_id;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, wait_due& x) {
+  return f(caf::meta::type_name("wait_due"), x.run_id);
+}
+
+// Session -> itself: an interrupt's turn did not stop in time.
+struct sync_due {
+  uint64_t ticket = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, sync_due& x) {
+  return f(caf::meta::type_name("sync_due"), x.ticket);
+}
+
 // What the broker asks a session about itself (list, status, health,
 // subscriptions), answered with a session_view.
 struct session_query {};
@@ -97,6 +144,11 @@ inline void add_session_message_types(caf::actor_system_config& cfg) {
     .add_message_type<turn_input>("hb::turn_input")
     .add_message_type<chat_request>("hb::chat_request")
     .add_message_type<session_unlisted>("hb::session_unlisted")
+    .add_message_type<history_of>("hb::history_of")
+    .add_message_type<destroy_session>("hb::destroy_session")
+    .add_message_type<drain_session>("hb::drain_session")
+    .add_message_type<wait_due>("hb::wait_due")
+    .add_message_type<sync_due>("hb::sync_due")
     .add_message_type<session_query>("hb::session_query")
     .add_message_type<session_view>("hb::session_view");
 }

@@ -103,6 +103,10 @@ void on_armed(session_actor* self, const std::string& run_id);
 void on_closing(session_actor* self, run_closing& closing);
 void on_run_done(session_actor* self, const std::string& run_id);
 void answer_waiting(session_actor* self, const std::string& run_id);
+// The session's profile, model, provider, harness and workspace as `config` says.
+void adopt_config(session_state& st, const std::string& config);
+
+// -- session_calls.cpp ----------------------------------------------------------
 void on_interrupt(session_actor* self, const std::string& message, caf::response_promise rp);
 void on_steer(session_actor* self, const std::string& text, caf::response_promise rp);
 void on_history(session_actor* self, caf::response_promise rp);
@@ -110,8 +114,10 @@ void on_history(session_actor* self, caf::response_promise rp);
 void stop_turn(session_actor* self, const std::string& why, bool daemon_stops = false);
 // Frees the agent (`close`: also what it runs outside the daemon).
 void release_agent(session_actor* self, bool close = false);
-void adopt_config(session_state& st, const std::string& config);
+// "event log <what>: <why>", a failure of ours.
+caf::error log_failure(const char* what, const caf::error& err);
 
+// -- session_turns.cpp, the agent ------------------------------------------------
 // What to do once the agent is built: `resumed` when it came back from the log.
 using after_build = std::function<void(session_actor*, bool resumed, caf::response_promise&)>;
 // Builds (or rebuilds, replacing the old one) the session's agent on a thread

@@ -18,20 +18,6 @@ struct native_options; // bridge/tmux/native_session.hpp
 
 namespace hb::actors {
 
-// sessions
-using history_atom = caf::atom_constant<caf::atom("history")>;
-using destroy_atom = caf::atom_constant<caf::atom("destroy")>;
-using drain_atom = caf::atom_constant<caf::atom("drain")>;
-using wait_due_atom = caf::atom_constant<caf::atom("wait_due")>;
-using sync_due_atom = caf::atom_constant<caf::atom("sync_due")>;
-// (questions routed through the broker: question_messages.hpp)
-// broker housekeeping
-using tick_atom = caf::atom_constant<caf::atom("tick")>;
-using read_due_atom = caf::atom_constant<caf::atom("read_due")>;
-using stop_atom = caf::atom_constant<caf::atom("stop")>;
-// one-shot blocking calls
-using call_atom = caf::atom_constant<caf::atom("call")>;
-
 // What the actors need to know about how the daemon was started.
 struct daemon_settings {
   std::string endpoint;

@@ -13,6 +13,7 @@
 #pragma once
 
 #include "actors/blocking_call.hpp"
+#include "actors/broker.hpp"
 #include "actors/log_actors.hpp"
 #include "actors/log_messages.hpp"
 #include "actors/question_messages.hpp"
@@ -43,6 +44,7 @@ struct actor_test_config : caf::actor_system_config {
     actors::add_run_message_types(*this);
     actors::add_session_message_types(*this);
     actors::add_log_message_types(*this);
+    actors::add_broker_message_types(*this);
     // actors/blocking_call.hpp: on the coordinator's thread, deterministically.
     opt_group{custom_options_, "hb"}.add<bool>("scheduled-blocking-calls", "blocking calls scheduled");
     set(actors::scheduled_calls_option, true);

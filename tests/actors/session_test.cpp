@@ -203,7 +203,7 @@ CAF_TEST(steer where there is no agent) {
 CAF_TEST(destroy of an idle session ends it and its agent at once) {
   auto s = session();
   end_run(s, run_chat(s, hello));
-  auto destroyed = ask<bool>(s, destroy_atom::value);
+  auto destroyed = ask<bool>(s, destroy_session{});
   CAF_REQUIRE(destroyed);
   CAF_CHECK(*destroyed);
   CAF_CHECK_EQUAL(world->agents[0]->closes, 1);
@@ -213,7 +213,7 @@ CAF_TEST(destroy of an idle session ends it and its agent at once) {
 
 CAF_TEST(destroy of a fresh session says it did not exist) {
   auto s = session("never");
-  auto destroyed = ask<bool>(s, destroy_atom::value);
+  auto destroyed = ask<bool>(s, destroy_session{});
   CAF_REQUIRE(destroyed);
   CAF_CHECK(!*destroyed);
   CAF_CHECK(!alive(s));
@@ -222,7 +222,7 @@ CAF_TEST(destroy of a fresh session says it did not exist) {
 CAF_TEST(destroy mid run stops the turn and ends the session after the run) {
   auto s = session();
   auto run_id = run_chat(s, hello);
-  auto destroyed = ask<bool>(s, destroy_atom::value);
+  auto destroyed = ask<bool>(s, destroy_session{});
   CAF_REQUIRE(destroyed);
   CAF_CHECK(*destroyed);
   CAF_CHECK_EQUAL(world->agents[0]->interrupts, std::vector<std::string>{"\"Session destroyed\""});
@@ -237,7 +237,7 @@ CAF_TEST(destroy while the agent is being built ends the chat and the session) {
   world->hold_openings = true;
   auto s = session();
   auto answer = chat(s, hello);
-  auto destroyed = ask<bool>(s, destroy_atom::value);
+  auto destroyed = ask<bool>(s, destroy_session{});
   CAF_REQUIRE(destroyed);
   release_openings();
   // The run it had begun still runs to its end, which lets the session go.
@@ -259,7 +259,7 @@ CAF_TEST(idle collection frees the agent and the next chat resumes the stored hi
   auto steered = ask<std::string>(s, steer_turn{"x"}); // dormant: no turn to steer, not an unknown session
   CAF_REQUIRE(steered);
   CAF_CHECK(json::parse(*steered)["accepted"] == false);
-  auto history = ask<std::string>(s, history_atom::value);
+  auto history = ask<std::string>(s, history_of{});
   CAF_REQUIRE(history);
   run_chat(s, hello);
   CAF_CHECK_EQUAL(world->built.size(), 2u);
@@ -296,20 +296,20 @@ CAF_TEST(a collection during a run frees nothing) {
 CAF_TEST(drain lets the turn go and answers at its end) {
   auto s = session();
   auto run_id = run_chat(s, hello);
-  auto drained = ask_later<bool>(s, drain_atom::value);
+  auto drained = ask_later<bool>(s, drain_session{});
   deliver();
   CAF_CHECK_EQUAL(world->agents[0]->let_go_with.size(), 1u);
   CAF_CHECK(!drained->has_value());
   end_run(s, run_id);
   CAF_REQUIRE(drained->has_value() && **drained);
-  auto idle = ask<bool>(s, drain_atom::value);
+  auto idle = ask<bool>(s, drain_session{});
   CAF_REQUIRE(idle);
   CAF_CHECK(*idle);
 }
 
 CAF_TEST(history is unknown before the session is listed) {
   auto s = session("new");
-  auto history = ask_later<std::string>(s, history_atom::value);
+  auto history = ask_later<std::string>(s, history_of{});
   deliver();
   CAF_CHECK(answer_of(history).find("KeyError") != std::string::npos);
 }
