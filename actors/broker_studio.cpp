@@ -73,7 +73,7 @@ void with_session_profile(broker_actor* self, const reply_to& to, const requests
         else if (named)
           then(fallback);
         else
-          respond(self, to, error_line(protocol::key_error("unknown session: " + id)));
+          respond_failure(self, to, make_error(errc::not_found, "unknown session: " + id));
       },
       [=](caf::error& err) { respond_failure(self, to, err); });
 }

@@ -11,6 +11,7 @@ namespace {
 struct hosting {
   std::shared_ptr<worker::worker_pool> pool; // null: embedded
   protocol::json agent = protocol::json::object(); // the agent's environment
+  std::string summary = R"({"host": "embedded"})"; // agent_summary_json(): ping asks for it on every call
   std::string hermes_home;
   bool available = true;
 };
@@ -42,6 +43,7 @@ protocol::json agent_summary() {
 void host_agents_embedded(std::string agent_json, std::string hermes_home) {
   the_host().pool.reset();
   the_host().agent = environment_of(agent_json);
+  the_host().summary = protocol::dumps(agent_summary());
   the_host().hermes_home = std::move(hermes_home);
   the_host().available = true;
 }
@@ -50,6 +52,7 @@ void host_agents_in_workers(std::shared_ptr<worker::worker_pool> pool, std::stri
                             std::string hermes_home, bool available) {
   the_host().pool = std::move(pool);
   the_host().agent = environment_of(agent_json);
+  the_host().summary = protocol::dumps(agent_summary());
   the_host().hermes_home = std::move(hermes_home);
   the_host().available = available;
 }
@@ -87,7 +90,7 @@ profile_host& profiles() {
 }
 
 std::string agent_summary_json() {
-  return protocol::dumps(agent_summary());
+  return the_host().summary;
 }
 
 std::string agents_json() {

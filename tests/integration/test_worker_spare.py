@@ -1,5 +1,5 @@
-"""The worker host's automatic worker count (--workers-per-profile auto, the
-default): sessions only ever go to a worker that has imported the agent, a
+"""The worker host's automatic worker count (--workers-per-profile auto,
+opt-in): sessions only ever go to a worker that has imported the agent, a
 spare is warmed in the background while the warm ones are busy, and the
 caps hold. A fixed count still means that many workers."""
 
@@ -11,7 +11,8 @@ import unittest
 
 from harness import Bridge
 
-WORKER = ["--agent-host", "worker"]
+HOST = ["--agent-host", "worker"]
+WORKER = HOST + ["--workers-per-profile", "auto"]  # opt-in; the default is 1
 # The real agent imports for seconds; so does the fake one here.
 SLOW_IMPORT = {"FAKE_AGENT_IMPORT_DELAY_MS": "5000"}
 
@@ -99,7 +100,7 @@ class AutomaticWorkers(unittest.TestCase):
 
 class FixedWorkers(unittest.TestCase):
     def test_a_fixed_count_gives_that_many_workers_and_no_spare(self):
-        with Bridge(args=WORKER + ["--workers-per-profile", "3"]) as b:
+        with Bridge(args=HOST + ["--workers-per-profile", "3"]) as b:
             runs = [b.chat(s, "script:sleep 60000")["run_id"] for s in ("one", "two", "three")]
             pids = {hosted_by(b, s)[1] for s in ("one", "two", "three")}
             self.assertEqual(len(pids), 3)
@@ -110,7 +111,7 @@ class FixedWorkers(unittest.TestCase):
 
     def test_an_unknown_count_is_refused(self):
         for bad in ("0", "many"):
-            b = Bridge(args=WORKER + ["--workers-per-profile", bad])
+            b = Bridge(args=HOST + ["--workers-per-profile", bad])
             with self.assertRaises(AssertionError):
                 b.start()
             self.assertIn("workers-per-profile", b.stderr())
