@@ -104,7 +104,9 @@ CAF_TEST(a run queue tells the writer once per batch) {
   expect((run_output_queued), from(_).to(writer));
   expect((commit_due), from(writer).to(writer));
   CAF_CHECK(!sched.has_job());
-  CAF_CHECK_EQUAL(committed_run("r1")->deltas, (std::vector<std::string>{"a", "b", "c"}));
+  auto run = committed_run("r1"); // (CAF_CHECK_EQUAL keeps references: no temporaries)
+  CAF_REQUIRE(run);
+  CAF_CHECK_EQUAL(run->deltas, (std::vector<std::string>{"a", "b", "c"}));
   forget_run_output("r1");
 }
 
@@ -259,7 +261,9 @@ CAF_TEST(an unwritable log refuses new runs and holds a run end until written) {
   free_disk();
   let_pass(std::chrono::seconds(1));
   CAF_CHECK(answered_true(ended));
-  CAF_CHECK_EQUAL(committed_run("r1")->status, "complete");
+  auto closed = committed_run("r1"); // (CAF_CHECK_EQUAL keeps references: no temporaries)
+  CAF_REQUIRE(closed);
+  CAF_CHECK_EQUAL(closed->status, "complete");
   CAF_CHECK(!committed_run("r2"));
 }
 

@@ -156,7 +156,9 @@ class Frames(unittest.TestCase):
         with Bridge(args=WORKER) as b:
             # turn_end carries the result (its final_response and messages)
             # and the history: 60 MiB in one frame, over a 32 MiB part.
-            done = b.chat("big", "script:flood 20 1024", wait=True)
+            # 13 s alone in the sanitizer build, more beside other tests: room to spare.
+            done = b.request({"action": "chat", "session_id": "big", "message": "script:flood 20 1024",
+                              "wait": True}, timeout=180)
             self.assertEqual(done["status"], "complete", {k: done[k] for k in ("status", "error")})
             self.assertEqual(len(done["output"]), 20 << 20)
             self.assertEqual(len(done["result"]["final_response"]), 20 << 20)
