@@ -48,6 +48,8 @@ caf::behavior broker_behavior(broker_actor* self, int listen_fd,
   auto& st = self->state;
   st.settings = std::move(settings);
   st.links = std::move(links);
+  self->link_to(st.links.questions); // the questions die with the broker, and it with them
+  self->send(st.links.questions, questions_watch{}); // health counts the open ones
   for (const auto& row : *dormant) {
     st.sessions.emplace(row.session_id,
                         spawn_dormant_session(self->system(), row, links_for_sessions(self)));
@@ -72,8 +74,9 @@ caf::behavior broker_behavior(broker_actor* self, int listen_fd,
         arm_sweep(self);
     },
     [=](const log_committed& touched) { on_committed(self, touched); },
+    [=](const questions_open& open) { self->state.open_questions = open.count; },
     [=](const poll_due& due) { on_wait_due(self, due.watcher); },
-    [=](question_asked& asked) { return open_question(self, asked); },
+    [=](question_asked& asked) { return self->delegate(self->state.links.questions, std::move(asked)); },
     [=](session_activity& a) {
       auto& st = self->state;
       if (st.sessions.count(a.session_id))
@@ -82,11 +85,10 @@ caf::behavior broker_behavior(broker_actor* self, int listen_fd,
     [=](const session_unlisted& gone) {
       forget_session_actor(self, gone.session_id, caf::actor_cast<caf::actor>(self->current_sender()));
     },
-    [=](gateway_approval_asked& asked) { open_gateway_question(self, asked); },
-    [=](const question_due& due) { question_deadline(self, due); },
-    [=](const session_questions_cancelled& cancelled) { cancel_questions(self, cancelled); },
-    [=](const questions_withdrawn& gone) { withdraw_questions(self, gone); },
-    [=](const run_questions_end& end) { return end_run_questions(self, end); },
+    [=](gateway_approval_asked& asked) { self->send(self->state.links.questions, std::move(asked)); },
+    [=](session_questions_cancelled& cancelled) { self->send(self->state.links.questions, std::move(cancelled)); },
+    [=](questions_withdrawn& gone) { self->send(self->state.links.questions, std::move(gone)); },
+    [=](run_questions_end& end) { return self->delegate(self->state.links.questions, std::move(end)); },
     [=](idle_sweep_due) { collect_idle_sessions(self); },
     [=](broker_stop) {
       stop_serving(self);

@@ -1,8 +1,8 @@
 // The socket face of the daemon: accepts connections, frames and parses
 // requests, routes them to sessions and log readers, and writes each answer
-// back on its own connection. It also holds the open questions (approvals,
-// compression requests) between the agent that asks and the client that
-// answers, and answers them itself when their deadline passes.
+// back on its own connection. Questions an agent asks (approvals, clarify,
+// compression) pass through it to the questions actor (questions.hpp), and
+// clients' answers to them likewise.
 #pragma once
 
 #include "actors/vocabulary.hpp"
@@ -66,6 +66,7 @@ inline void add_broker_message_types(caf::actor_system_config& cfg) {
 
 struct broker_links {
   caf::actor writer;
+  caf::actor questions; // questions.hpp: the broker passes questions and clients' answers to it
   std::vector<caf::actor> readers;
   // Finished runs in memory: their tail reads are answered without a hop.
   std::shared_ptr<storage::finished_run_cache> finished;

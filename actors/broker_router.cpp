@@ -22,10 +22,9 @@ void route(broker_actor* self, const reply_to& to, requests::any request) {
 
 namespace {
 
-// Sends a request to an actor that answers with a complete response line.
-template <class... Ts>
-void forward(broker_actor* self, const reply_to& to, const caf::actor& dest, Ts&&... xs) {
-  self->request(dest, caf::infinite, std::forward<Ts>(xs)...)
+// get_result: the reader answers with the line as the client reads it.
+void forward_line(broker_actor* self, const reply_to& to, const caf::actor& reader, result_query q) {
+  self->request(reader, caf::infinite, std::move(q))
     .then([=](std::string& line) { respond(self, to, std::move(line)); },
           [=](caf::error& err) { respond_failure(self, to, err); });
 }
@@ -63,23 +62,23 @@ void on_request(broker_actor* self, const reply_to& to, requests::chat& chat) {
     chat.session_id = new_id();
   std::string id = chat.session_id;
   // (A session whose agent could not be built says so: session_unlisted.)
-  forward(self, to, session_actor_for(self, id), std::move(chat));
+  ask_and_answer<chat_reply>(self, to, session_actor_for(self, id), std::move(chat));
 }
 
 void on_request(broker_actor* self, const reply_to& to, requests::get_result& r) {
-  forward(self, to, next_reader(self), result_query{r.run_id});
+  forward_line(self, to, next_reader(self), result_query{r.run_id});
 }
 
 void on_request(broker_actor* self, const reply_to& to, requests::interrupt& r) {
-  forward(self, to, existing_session(self, r.session_id), interrupt_turn{r.message});
+  ask_and_answer<interrupt_reply>(self, to, existing_session(self, r.session_id), interrupt_turn{r.message});
 }
 
 void on_request(broker_actor* self, const reply_to& to, requests::steer& r) {
-  forward(self, to, existing_session(self, r.session_id), steer_turn{r.text});
+  ask_and_answer<steer_reply>(self, to, existing_session(self, r.session_id), steer_turn{r.text});
 }
 
 void on_request(broker_actor* self, const reply_to& to, requests::get_history& r) {
-  forward(self, to, existing_session(self, r.session_id), history_of{});
+  ask_and_answer<history_reply>(self, to, existing_session(self, r.session_id), history_of{});
 }
 
 } // namespace hb::actors

@@ -193,7 +193,7 @@ void on_request(broker_actor* self, const reply_to& to, requests::health&) {
     std::vector<std::pair<const char*, int64_t>> counts = {
       {"sessions", count(views.size())},
       {"running", static_cast<int64_t>(running)},
-      {"pending_questions", count(st.questions.size())},
+      {"pending_questions", static_cast<int64_t>(st.open_questions)},
       {"connections", count(st.connections.size())},
       {"subscribers", count(st.watchers.size())},
       {"pending_request_bytes", static_cast<int64_t>(st.held_bytes)},

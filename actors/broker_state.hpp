@@ -7,8 +7,8 @@
 
 #include "actors/broker.hpp"
 #include "actors/question_messages.hpp"
-#include "actors/question_table.hpp"
 #include "actors/requests.hpp"
+#include "actors/responses.hpp"
 #include "actors/session.hpp"
 #include "protocol/json_text.hpp"
 #include "protocol/line_reader.hpp"
@@ -98,7 +98,7 @@ struct broker_state {
   broker_links links;
   size_t next_reader = 0;
   std::map<std::string, caf::actor> sessions;
-  question_table questions;
+  uint64_t open_questions = 0; // as the questions actor last said (questions_open)
   std::unordered_map<int64_t, connection> connections;
   uint64_t held_bytes = 0; // in unfinished lines, all connections (--max-pending-bytes)
   uint64_t queued_bytes = 0; // answers not yet handed to sockets, all connections (--max-queued-answer-bytes)
@@ -160,14 +160,17 @@ void close_if_done(broker_actor* self, handle h);
 // Cuts connections whose clients took nothing of their answers for --write-timeout-ms.
 void cut_stalled_writers(broker_actor* self, steady_time now);
 
+// Asks `dest` and answers the client with its typed reply, encoded once
+// (responses.hpp: encode), or with its error.
+template <class Reply, class Message>
+void ask_and_answer(broker_actor* self, const reply_to& to, const caf::actor& dest, Message msg) {
+  self->request(dest, caf::infinite, std::move(msg))
+    .then([=](Reply& reply) { respond(self, to, encode(reply)); },
+          [=](caf::error& err) { respond_failure(self, to, err); });
+}
+
 // -- broker_questions.cpp ------------------------------------------------------
-void emit(broker_actor* self, const std::string& run_id, const protocol::json& event);
-caf::response_promise open_question(broker_actor* self, question_asked& asked);
-void open_gateway_question(broker_actor* self, gateway_approval_asked& asked);
-void withdraw_questions(broker_actor* self, const questions_withdrawn& gone);
-void cancel_questions(broker_actor* self, const session_questions_cancelled& cancelled);
-bool end_run_questions(broker_actor* self, const run_questions_end& end);
-void question_deadline(broker_actor* self, const question_due& due);
+// Clients' answers, settled by the questions actor (questions.hpp).
 void on_request(broker_actor* self, const reply_to& to, requests::approval_respond& r);
 void on_request(broker_actor* self, const reply_to& to, requests::compression_respond& r);
 void on_request(broker_actor* self, const reply_to& to, requests::clarify_respond& r);

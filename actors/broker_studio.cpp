@@ -82,26 +82,16 @@ void with_session_profile(broker_actor* self, const reply_to& to, const requests
 
 void on_request(broker_actor* self, const reply_to& to, requests::context_estimate& r) {
   std::string id = r.session_id.empty() ? new_id() : r.session_id;
-  self->request(session_actor_for(self, id), caf::infinite, estimate_context{std::move(r.recipe), std::move(r.args)})
-    .then([=](std::string& line) { respond(self, to, std::move(line)); },
-          [=](caf::error& err) { respond_failure(self, to, err); });
+  ask_and_answer<estimate_reply>(self, to, session_actor_for(self, id),
+                                 estimate_context{std::move(r.recipe), std::move(r.args)});
 }
 
 void on_request(broker_actor* self, const reply_to& to, requests::switch_session_model& r) {
   auto it = self->state.sessions.find(r.session_id);
   if (it == self->state.sessions.end())
-    return respond(self, to, object_writer{}
-                               .boolean("ok", true)
-                               .str("session_id", r.session_id)
-                               .str("model", r.model)
-                               .str("provider", r.provider)
-                               .boolean("loaded", false)
-                               .boolean("switched", false)
-                               .str("reason", "session_not_loaded")
-                               .finish());
-  self->request(it->second, caf::infinite, switch_model{std::move(r.model), std::move(r.provider)})
-    .then([=](std::string& line) { respond(self, to, std::move(line)); },
-          [=](caf::error& err) { respond_failure(self, to, err); });
+    return respond(self, to,
+                   encode(switch_reply{r.session_id, r.model, r.provider, false, false, false, "session_not_loaded"}));
+  ask_and_answer<switch_reply>(self, to, it->second, switch_model{std::move(r.model), std::move(r.provider)});
 }
 
 void on_request(broker_actor* self, const reply_to& to, requests::profile_op& r) {

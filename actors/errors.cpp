@@ -14,6 +14,7 @@ const char* python_name(errc code) {
     case errc::bad_request: return "ValueError";
     case errc::not_found: return "KeyError";
     case errc::wrong_type: return "TypeError";
+    case errc::pruned: return "RunPruned";
     case errc::failed:
     case errc::agent_raised: break;
   }
@@ -29,6 +30,7 @@ std::string to_string(errc code) {
     case errc::failed: return "failed";
     case errc::wrong_type: return "wrong_type";
     case errc::agent_raised: return "agent_raised";
+    case errc::pruned: return "pruned";
   }
   return "unknown";
 }
@@ -40,7 +42,7 @@ caf::error make_error(errc code, std::string message, std::string python_type) {
 caf::error to_error(const protocol::wire_error& e) {
   // A KeyError's text is already quoted as Python prints it: it travels as
   // the agent's own, so that nothing quotes it twice.
-  for (errc code : {errc::bad_request, errc::wrong_type, errc::failed})
+  for (errc code : {errc::bad_request, errc::wrong_type, errc::failed, errc::pruned})
     if (e.type == python_name(code))
       return make_error(code, e.what());
   return make_error(errc::agent_raised, e.what(), e.type);

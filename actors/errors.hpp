@@ -21,6 +21,7 @@ enum class errc : uint8_t {
   failed,          // the daemon could not do it (RuntimeError)
   wrong_type,      // a field of the wrong type (TypeError)
   agent_raised,    // the agent raised; its Python class name travels along
+  pruned,          // a run whose output retention removed (RunPruned)
 };
 
 std::string to_string(errc code);

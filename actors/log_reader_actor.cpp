@@ -2,6 +2,7 @@
 // only, each reader on its own read-only connection; finished runs read
 // twice are kept in memory (storage/finished_runs.hpp).
 #include "actors/daemon_log.hpp"
+#include "actors/errors.hpp"
 #include "actors/log_actors.hpp"
 #include "actors/log_messages.hpp"
 #include "actors/responses.hpp"
@@ -50,33 +51,33 @@ void open_log(reader_actor* self) {
   st.open_failed = false;
 }
 
+// A run's answer as `encode` writes it, with where the reader stopped; an
+// unknown or pruned run, or a log that cannot be read, is an error.
 template <class Encode>
-output_reply answer_from_log(reader_actor* self, const std::string& run_id, int64_t cursor,
-                             int64_t delta_from, int64_t event_from, size_t max_bytes, Encode encode) {
-  output_reply out;
+expected<output_reply> answer_from_log(reader_actor* self, const std::string& run_id, int64_t cursor,
+                                       int64_t delta_from, int64_t event_from, size_t max_bytes, Encode encode) {
   try {
     open_log(self);
     if (!self->state.log)
       throw std::runtime_error("event log is not open for reading");
     auto snap = self->state.log->read_run(run_id, delta_from, event_from, max_bytes);
-    if (!snap) {
-      out.line = protocol::error_line(protocol::key_error("unknown run: " + run_id));
-    } else if (snap->pruned_at) {
-      out.line = protocol::error_line("RunPruned", "run " + run_id +
-                                                     " was pruned from the event log by its retention limits "
-                                                     "(--retain-days / --retain-mb); its output is gone");
-    } else {
-      out.line = encode(*snap);
-      out.cursor = snap->delta_count;
-      out.event_cursor = snap->event_count;
-      out.done = snap->status != "running";
-      out.more = snap->cut;
-      out.news = out.done || snap->event_count > snap->event_from || snap->delta_count > cursor;
-    }
+    if (!snap)
+      return make_error(errc::not_found, "unknown run: " + run_id);
+    if (snap->pruned_at)
+      return make_error(errc::pruned, "run " + run_id +
+                                        " was pruned from the event log by its retention limits "
+                                        "(--retain-days / --retain-mb); its output is gone");
+    output_reply out;
+    out.line = encode(*snap);
+    out.cursor = snap->delta_count;
+    out.event_cursor = snap->event_count;
+    out.done = snap->status != "running";
+    out.more = snap->cut;
+    out.news = out.done || snap->event_count > snap->event_from || snap->delta_count > cursor;
+    return out;
   } catch (const std::exception& e) {
-    out.line = protocol::error_line("RuntimeError", std::string("event log read failed: ") + e.what());
+    return make_error(errc::failed, std::string("event log read failed: ") + e.what());
   }
-  return out;
 }
 
 size_t text_bytes(const std::vector<std::string>& texts) {
@@ -118,11 +119,11 @@ caf::behavior log_reader_actor(reader_actor* self, std::string path,
       const auto& run_id = q.run_id;
       int64_t cursor = q.cursor, event_cursor = q.event_cursor;
       bool include_output = q.include_output;
-      output_reply out;
+      expected<output_reply> out{output_reply{}};
       if (auto run = st.finished ? st.finished->find(run_id) : nullptr) {
-        out.line = get_output_line(*run, cursor, event_cursor, include_output);
-        out.cursor = run->delta_count();
-        out.event_cursor = run->event_count();
+        out->line = get_output_line(*run, cursor, event_cursor, include_output);
+        out->cursor = run->delta_count();
+        out->event_cursor = run->event_count();
       } else {
         size_t limit = q.max_bytes > 0 ? static_cast<size_t>(q.max_bytes) : SIZE_MAX;
         out = answer_from_log(self, run_id, cursor, include_output ? 0 : cursor, event_cursor, limit,
@@ -131,16 +132,20 @@ caf::behavior log_reader_actor(reader_actor* self, std::string path,
                                 return get_output_line(run, cursor, include_output);
                               });
       }
-      note_output_moved(out.line.size());
+      if (!out)
+        return caf::make_message(std::move(out.error())); // the asker's error handler takes it
+      note_output_moved(out->line.size());
       // A message built here takes the reply by move; a returned value was
       // copied into one (a done run's line holds its result: 200 MB for a
       // 100 MB run).
-      return caf::make_message(std::move(out));
+      return caf::make_message(std::move(*out));
     },
     [=](const result_query& q) {
-      std::string line = answer_from_log(self, q.run_id, 0, 0, 0, SIZE_MAX, get_result_line).line;
-      note_output_moved(line.size());
-      return caf::make_message(std::move(line)); // (see above)
+      auto out = answer_from_log(self, q.run_id, 0, 0, 0, SIZE_MAX, get_result_line);
+      if (!out)
+        return caf::make_message(std::move(out.error()));
+      note_output_moved(out->line.size());
+      return caf::make_message(std::move(out->line)); // (see above)
     },
     [=](const history_query& q) -> caf::result<std::string> {
       try {

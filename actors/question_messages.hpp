@@ -1,6 +1,7 @@
 // Messages about the questions an agent waits on (approvals, compression
 // requests, clarify questions): runs and sessions tell the broker, which
-// announces each to the client and settles it exactly once. One struct per
+// passes them to the questions actor (questions.hpp); it announces each to
+// the client and settles it exactly once. One struct per
 // message kind, each with an inspect() overload so it could cross a process.
 #pragma once
 
@@ -18,7 +19,7 @@ enum class question_topic : uint8_t { approval, compression, clarify };
 
 std::string to_string(question_topic topic);
 
-// Run -> broker: the agent waits for the client's answer until timeout_ms.
+// Run -> broker -> questions: the agent waits for the client's answer until timeout_ms.
 // `request` is the announced event's JSON fields.
 struct question_asked {
   question_topic topic = question_topic::approval;
@@ -82,7 +83,7 @@ typename Inspector::result_type inspect(Inspector& f, session_questions_cancelle
   return f(caf::meta::type_name("session_questions_cancelled"), x.session_id, x.reason);
 }
 
-// Broker -> itself: a question's deadline.
+// Questions -> itself: a question's deadline.
 struct question_due {
   std::string id;
 };
@@ -92,6 +93,92 @@ typename Inspector::result_type inspect(Inspector& f, question_due& x) {
   return f(caf::meta::type_name("question_due"), x.id);
 }
 
+// Broker -> questions: a client's answer to an approval (approval.respond).
+// Answered with an approval_outcome: whether it settled the question (an
+// answer to a question already settled, or to no approval, settles nothing).
+struct approval_answer {
+  std::string approval_id;
+  std::string choice;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, approval_answer& x) {
+  return f(caf::meta::type_name("approval_answer"), x.approval_id, x.choice);
+}
+
+struct approval_outcome {
+  std::string approval_id;
+  std::string choice;
+  bool resolved = false;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, approval_outcome& x) {
+  return f(caf::meta::type_name("approval_outcome"), x.approval_id, x.choice, x.resolved);
+}
+
+// Broker -> questions: a client's answer to a clarify question
+// (clarify.respond); a clarify_outcome, or not_found for an id never asked.
+struct clarify_answer {
+  std::string clarify_id;
+  std::string response;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, clarify_answer& x) {
+  return f(caf::meta::type_name("clarify_answer"), x.clarify_id, x.response);
+}
+
+struct clarify_outcome {
+  std::string clarify_id;
+  bool resolved = false;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, clarify_outcome& x) {
+  return f(caf::meta::type_name("clarify_outcome"), x.clarify_id, x.resolved);
+}
+
+// Broker -> questions: a client's compression result (compression.respond),
+// `reply` as the agent takes it; a compression_outcome once handed over, or
+// failed when no such request waits.
+struct compression_answer {
+  std::string request_id;
+  std::string reply;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, compression_answer& x) {
+  return f(caf::meta::type_name("compression_answer"), x.request_id, x.reply);
+}
+
+struct compression_outcome {
+  std::string request_id;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, compression_outcome& x) {
+  return f(caf::meta::type_name("compression_outcome"), x.request_id);
+}
+
+// Broker -> questions, once: report how many questions are open to me
+// (questions_open, after every change), for health.
+struct questions_watch {};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, questions_watch&) {
+  return f(caf::meta::type_name("questions_watch"));
+}
+
+struct questions_open {
+  uint64_t count = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, questions_open& x) {
+  return f(caf::meta::type_name("questions_open"), x.count);
+}
+
 // Names them for CAF (needed once a message crosses a process).
 inline void add_question_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<question_asked>("hb::question_asked")
@@ -99,7 +186,15 @@ inline void add_question_message_types(caf::actor_system_config& cfg) {
     .add_message_type<questions_withdrawn>("hb::questions_withdrawn")
     .add_message_type<run_questions_end>("hb::run_questions_end")
     .add_message_type<session_questions_cancelled>("hb::session_questions_cancelled")
-    .add_message_type<question_due>("hb::question_due");
+    .add_message_type<question_due>("hb::question_due")
+    .add_message_type<approval_answer>("hb::approval_answer")
+    .add_message_type<approval_outcome>("hb::approval_outcome")
+    .add_message_type<clarify_answer>("hb::clarify_answer")
+    .add_message_type<clarify_outcome>("hb::clarify_outcome")
+    .add_message_type<compression_answer>("hb::compression_answer")
+    .add_message_type<compression_outcome>("hb::compression_outcome")
+    .add_message_type<questions_watch>("hb::questions_watch")
+    .add_message_type<questions_open>("hb::questions_open");
 }
 
 } // namespace hb::actors

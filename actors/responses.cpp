@@ -116,33 +116,6 @@ std::string get_result_line(const storage::run_snapshot& run) {
   return w.finish();
 }
 
-std::string chat_started_line(const std::string& run_id, const std::string& session_id) {
-  return object_writer{}
-    .boolean("ok", true)
-    .str("run_id", run_id)
-    .str("session_id", session_id)
-    .str("status", "running")
-    .finish();
-}
-
-std::string interrupted_line(const std::string& id, bool synced) {
-  return object_writer{}
-    .boolean("ok", true)
-    .str("status", "interrupted")
-    .str("session_id", id)
-    .boolean("synced", synced)
-    .finish();
-}
-
-std::string steer_line(bool accepted, const std::string& text) {
-  return object_writer{}
-    .boolean("ok", true)
-    .str("status", accepted ? "queued" : "rejected")
-    .boolean("accepted", accepted)
-    .str("text", text)
-    .finish();
-}
-
 namespace {
 
 // The seed's members of a session, in its order, then ours.
@@ -192,6 +165,91 @@ std::string unknown_session_status_line(const std::string& session_id) {
     .boolean("running", false)
     .integer("message_count", 0)
     .finish();
+}
+
+} // namespace hb::actors
+
+namespace hb::actors {
+
+std::string encode(const chat_reply& r) {
+  if (!r.result.empty())
+    return r.result; // the log reader's get_result answer, as it wrote it
+  return object_writer{}
+    .boolean("ok", true)
+    .str("run_id", r.run_id)
+    .str("session_id", r.session_id)
+    .str("status", "running")
+    .finish();
+}
+
+std::string encode(const interrupt_reply& r) {
+  return object_writer{}
+    .boolean("ok", true)
+    .str("status", "interrupted")
+    .str("session_id", r.session_id)
+    .boolean("synced", r.synced)
+    .finish();
+}
+
+std::string encode(const steer_reply& r) {
+  return object_writer{}
+    .boolean("ok", true)
+    .str("status", r.accepted ? "queued" : "rejected")
+    .boolean("accepted", r.accepted)
+    .str("text", r.text)
+    .finish();
+}
+
+std::string encode(const history_reply& r) {
+  return object_writer{}.boolean("ok", true).str("session_id", r.session_id).raw("history", r.history).finish();
+}
+
+std::string encode(const switch_reply& r) {
+  object_writer w;
+  w.boolean("ok", true)
+    .str("session_id", r.session_id)
+    .str("model", r.model)
+    .str("provider", r.provider)
+    .boolean("loaded", r.loaded)
+    .boolean("switched", r.switched);
+  if (r.deferred)
+    w.boolean("deferred", true);
+  if (!r.reason.empty())
+    w.str("reason", r.reason);
+  return w.finish();
+}
+
+// The agent's estimate follows the session's members; a member it names
+// again replaces the session's in place (Studio's bridge merges the same way).
+std::string encode(const estimate_reply& r) {
+  protocol::json out;
+  out["ok"] = true;
+  out["session_id"] = r.session_id;
+  out["profile"] = r.profile;
+  out["model"] = r.model;
+  out["provider"] = r.provider.empty() ? protocol::json() : protocol::json(r.provider);
+  auto estimate = protocol::json::parse(r.estimate, nullptr, false);
+  if (estimate.is_object())
+    for (auto it = estimate.begin(); it != estimate.end(); ++it)
+      out[it.key()] = it.value();
+  return protocol::dumps(out);
+}
+
+std::string encode(const approval_outcome& o) {
+  return object_writer{}
+    .boolean("ok", true)
+    .str("approval_id", o.approval_id)
+    .boolean("resolved", o.resolved)
+    .str("choice", o.choice)
+    .finish();
+}
+
+std::string encode(const clarify_outcome& o) {
+  return object_writer{}.boolean("ok", true).str("clarify_id", o.clarify_id).boolean("resolved", o.resolved).finish();
+}
+
+std::string encode(const compression_outcome& o) {
+  return object_writer{}.boolean("ok", true).str("request_id", o.request_id).boolean("handled", true).finish();
 }
 
 } // namespace hb::actors

@@ -1,7 +1,9 @@
 // Response lines built from the event log, in the seed's field order.
 #pragma once
 
+#include "actors/question_messages.hpp"
 #include "actors/session_messages.hpp"
+#include "actors/studio_messages.hpp"
 #include "storage/finished_runs.hpp"
 #include "storage/log_reader.hpp"
 
@@ -16,14 +18,22 @@ std::string get_output_line(const storage::run_snapshot& run, int64_t cursor, bo
 std::string get_output_line(const storage::finished_run& run, int64_t cursor, int64_t event_cursor,
                             bool include_output);
 std::string get_result_line(const storage::run_snapshot& run);
-std::string chat_started_line(const std::string& run_id, const std::string& session_id);
-std::string interrupted_line(const std::string& session_id, bool synced);
-std::string steer_line(bool accepted, const std::string& text);
 // A session as `list` shows it (Hermes Studio's bridge's fields after the seed's).
 std::string list_entry(const session_view& view);
 // `status` of a session: the entry with "exists" and its agent; `loaded` for status_if_loaded.
 std::string status_line(const session_view& view, bool with_loaded = false);
 // `status` for a session this daemon does not know.
 std::string unknown_session_status_line(const std::string& session_id);
+
+// Typed answers as the client reads them, one encoder each.
+std::string encode(const chat_reply& r);
+std::string encode(const interrupt_reply& r);
+std::string encode(const steer_reply& r);
+std::string encode(const history_reply& r);
+std::string encode(const switch_reply& r);
+std::string encode(const estimate_reply& r);
+std::string encode(const approval_outcome& o);
+std::string encode(const clarify_outcome& o);
+std::string encode(const compression_outcome& o);
 
 } // namespace hb::actors

@@ -117,13 +117,13 @@ void unknown(const session_state& st, caf::response_promise& rp) {
 void interrupt(const session_state& st, caf::response_promise& rp) {
   if (!st.listed)
     return unknown(st, rp);
-  rp.deliver(interrupted_line(st.id, true));
+  rp.deliver(interrupt_reply{st.id, true});
 }
 
 // A dormant session has no turn to steer; one without an agent is unknown.
 void steer(const session_state& st, const std::string& text, caf::response_promise& rp) {
   if (st.now == phase::dormant)
-    return rp.deliver(steer_line(false, text));
+    return rp.deliver(steer_reply{false, text});
   unknown(st, rp);
 }
 
@@ -164,7 +164,7 @@ caf::message_handler common(session_actor* self) {
       uint64_t ticket = due.ticket;
       auto& st = self->state;
       if (auto it = st.syncing.find(ticket); it != st.syncing.end()) {
-        it->second.deliver(interrupted_line(st.id, false));
+        it->second.deliver(interrupt_reply{st.id, false});
         st.syncing.erase(it);
       }
     },

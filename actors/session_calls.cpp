@@ -12,7 +12,6 @@
 namespace hb::actors::session_parts {
 
 using protocol::json;
-using protocol::object_writer;
 
 namespace {
 
@@ -54,7 +53,7 @@ void on_interrupt(session_actor* self, const std::string& message, caf::response
     });
   }).then([=](bool) mutable {
             if (!self->state.busy())
-              return rp.deliver(interrupted_line(self->state.id, true));
+              return rp.deliver(interrupt_reply{self->state.id, true});
             sync_interrupt(self, rp);
           },
           [=](caf::error& err) mutable { rp.deliver(std::move(err)); }); // the broker encodes it
@@ -68,22 +67,20 @@ void on_steer(session_actor* self, const std::string& text, caf::response_promis
             auto& st = self->state;
             if (accepted && !st.busy())
               st.idle_steer += (st.idle_steer.empty() ? "" : "\n") + text;
-            rp.deliver(steer_line(accepted, text));
+            rp.deliver(steer_reply{accepted, text});
           },
           [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
 }
 
 void on_history(session_actor* self, caf::response_promise rp) {
   auto& st = self->state;
-  auto answer = [id = st.id](const std::string& history) {
-    return object_writer{}.boolean("ok", true).str("session_id", id).raw("history", history).finish();
-  };
+  auto answer = [id = st.id](std::string history) { return history_reply{id, std::move(history)}; };
   if (!st.listed)
     return rp.deliver(make_error(errc::not_found, "unknown session: " + st.id));
   if (st.history)
     return rp.deliver(answer(*st.history));
   self->request(st.links.reader, caf::infinite, history_query{st.id})
-    .then([=](std::string& history) mutable { rp.deliver(answer(history)); },
+    .then([=](std::string& history) mutable { rp.deliver(answer(std::move(history))); },
           [=](caf::error& err) mutable { rp.deliver(log_failure("read failed", err)); });
 }
 

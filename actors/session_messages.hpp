@@ -47,7 +47,7 @@ typename Inspector::result_type inspect(Inspector& f, collect_idle& x) {
   return f(caf::meta::type_name("collect_idle"), x.idle_seconds);
 }
 
-// get_history: the session's conversation (answered with the response line).
+// get_history: the session's conversation (answered with a history_reply).
 struct history_of {
 };
 
@@ -125,6 +125,55 @@ typename Inspector::result_type inspect(Inspector& f, session_view& x) {
            x.created_at, x.last_used_at, x.message_count, x.config, x.profile, x.harness, x.native, x.agent);
 }
 
+// -- a session's answers, encoded for the client once (responses.hpp: encode) --
+
+// chat: the turn has begun; with {wait: true}, `result` holds the finished
+// run's get_result answer as the log reader wrote it (sent on as it is).
+struct chat_reply {
+  std::string run_id;
+  std::string session_id;
+  std::string result;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, chat_reply& x) {
+  return f(caf::meta::type_name("chat_reply"), x.run_id, x.session_id, x.result);
+}
+
+// interrupt: `synced` once nothing runs any more (or nothing ran); false when
+// the turn had not stopped within the limit.
+struct interrupt_reply {
+  std::string session_id;
+  bool synced = false;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, interrupt_reply& x) {
+  return f(caf::meta::type_name("interrupt_reply"), x.session_id, x.synced);
+}
+
+// steer: whether the agent took the text.
+struct steer_reply {
+  bool accepted = false;
+  std::string text;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, steer_reply& x) {
+  return f(caf::meta::type_name("steer_reply"), x.accepted, x.text);
+}
+
+// get_history: the conversation as stored (a JSON array's text).
+struct history_reply {
+  std::string session_id;
+  std::string history;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, history_reply& x) {
+  return f(caf::meta::type_name("history_reply"), x.session_id, x.history);
+}
+
 // Session -> broker: a chat or estimate could not build the session's first
 // agent (or its replacement), so it is listed nowhere: the broker drops it.
 struct session_unlisted {
@@ -150,7 +199,11 @@ inline void add_session_message_types(caf::actor_system_config& cfg) {
     .add_message_type<wait_due>("hb::wait_due")
     .add_message_type<sync_due>("hb::sync_due")
     .add_message_type<session_query>("hb::session_query")
-    .add_message_type<session_view>("hb::session_view");
+    .add_message_type<session_view>("hb::session_view")
+    .add_message_type<chat_reply>("hb::chat_reply")
+    .add_message_type<interrupt_reply>("hb::interrupt_reply")
+    .add_message_type<steer_reply>("hb::steer_reply")
+    .add_message_type<history_reply>("hb::history_reply");
 }
 
 } // namespace hb::actors

@@ -27,16 +27,9 @@ void log_switch_failure(const std::string& id, const std::string& why) {
   log_event(log_level::warn, "session.model_switch_failed", why, {{"session", id}});
 }
 
-std::string switch_line(const std::string& id, const switch_model& want, bool loaded, bool switched,
-                        const char* reason = nullptr, bool deferred = false) {
-  object_writer w;
-  w.boolean("ok", true).str("session_id", id).str("model", want.model).str("provider", want.provider)
-    .boolean("loaded", loaded).boolean("switched", switched);
-  if (deferred)
-    w.boolean("deferred", true);
-  if (reason)
-    w.str("reason", reason);
-  return w.finish();
+switch_reply switch_answer(const std::string& id, const switch_model& want, bool loaded, bool switched,
+                           const char* reason = "", bool deferred = false) {
+  return switch_reply{id, want.model, want.provider, loaded, switched, deferred, reason};
 }
 
 } // namespace
@@ -77,17 +70,17 @@ void apply_switch(session_actor* self, switch_model want, bool announce, switch_
 void on_switch_model(session_actor* self, switch_model want, caf::response_promise rp) {
   auto& st = self->state;
   if (!st.listed || st.now == phase::dormant || !st.agent || st.harness == "native")
-    return rp.deliver(switch_line(st.id, want, false, false, "session_not_loaded"));
+    return rp.deliver(switch_answer(st.id, want, false, false, "session_not_loaded"));
   if (st.busy()) {
     st.pending_switch = want;
-    return rp.deliver(switch_line(st.id, want, true, false, "session_running", true));
+    return rp.deliver(switch_answer(st.id, want, true, false, "session_running", true));
   }
   apply_switch(self, std::move(want), true, [rp](session_actor* self, const caf::error& why) mutable {
     auto& st = self->state;
     if (why)
       rp.deliver(why); // the broker encodes it
     else
-      rp.deliver(switch_line(st.id, switch_model{st.model, st.provider}, true, true));
+      rp.deliver(switch_answer(st.id, switch_model{st.model, st.provider}, true, true));
   });
 }
 
@@ -97,21 +90,12 @@ void on_estimate(session_actor* self, estimate_context msg, caf::response_promis
   auto& st = self->state;
   auto estimate = [args = msg.args](session_actor* self, caf::response_promise& rp) {
     auto& st = self->state;
-    json base;
-    base["ok"] = true;
-    base["session_id"] = st.id;
-    base["profile"] = st.profile.empty() ? "default" : st.profile;
-    base["model"] = st.model;
-    base["provider"] = st.provider.empty() ? json() : json(st.provider);
+    estimate_reply base{st.id, st.profile.empty() ? "default" : st.profile, st.model, st.provider, {}};
     call_agent(self, "context_estimate", args)
       .then(
         [=](std::string& payload) mutable {
-          json out = base;
-          auto info = json::parse(payload, nullptr, false);
-          if (info.is_object())
-            for (auto it = info.begin(); it != info.end(); ++it)
-              out[it.key()] = it.value();
-          rp.deliver(protocol::dumps(out));
+          base.estimate = std::move(payload);
+          rp.deliver(std::move(base));
         },
         [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
   };

@@ -22,8 +22,10 @@ namespace {
 
 void deliver_result(session_actor* self, const std::string& run_id, caf::response_promise rp) {
   self->request(self->state.links.reader, caf::infinite, result_query{run_id})
-    .then([=](std::string& line) mutable { rp.deliver(std::move(line)); },
-          [=](caf::error& err) mutable { rp.deliver(log_failure("read failed", err)); });
+    .then([=](std::string& line) mutable { rp.deliver(chat_reply{run_id, self->state.id, std::move(line)}); },
+          [=](caf::error& err) mutable {
+            rp.deliver(err.category() == error_category ? err : log_failure("read failed", err));
+          });
 }
 
 // `request`: what the agent reads for its turn (agent_request()).
@@ -276,7 +278,7 @@ void on_chat(session_actor* self, chat_request chat, caf::response_promise rp) {
 void on_armed(session_actor* self, const std::string& run_id) {
   auto& st = self->state;
   if (auto it = st.starting.find(run_id); it != st.starting.end()) {
-    it->second.deliver(chat_started_line(run_id, st.id));
+    it->second.deliver(chat_reply{run_id, st.id, {}});
     st.starting.erase(it);
   }
 }
@@ -296,7 +298,7 @@ void on_closing(session_actor* self, run_closing& closing) {
   persist(self);
   on_armed(self, run_id); // a run that ended before it was armed
   for (auto& [_, rp] : st.syncing)
-    rp.deliver(interrupted_line(st.id, true));
+    rp.deliver(interrupt_reply{st.id, true});
   st.syncing.clear();
   if (auto want = std::move(st.pending_switch); want && st.agent) {
     st.pending_switch.reset();

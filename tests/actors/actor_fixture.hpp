@@ -17,6 +17,7 @@
 #include "actors/log_actors.hpp"
 #include "actors/log_messages.hpp"
 #include "actors/question_messages.hpp"
+#include "actors/responses.hpp"
 #include "actors/run.hpp"
 #include "actors/session_messages.hpp"
 #include "actors/studio_messages.hpp"
@@ -92,6 +93,29 @@ public:
   template <class T, class... Ts>
   caf::expected<T> ask(const caf::actor& to, Ts... xs) {
     auto slot = ask_later<T>(to, std::move(xs)...);
+    deliver();
+    CAF_REQUIRE(slot->has_value());
+    return std::move(**slot);
+  }
+
+  // ask_later for an actor that answers with a typed reply: the slot holds
+  // the reply as the client reads it (actors/responses.hpp's encode).
+  template <class Reply, class... Ts>
+  std::shared_ptr<std::optional<caf::expected<std::string>>> ask_line_later(const caf::actor& to, Ts... xs) {
+    auto slot = std::make_shared<std::optional<caf::expected<std::string>>>();
+    sys.spawn(
+      [=](caf::event_based_actor* client, int) { // (the int: see ask_later)
+        client->request(to, caf::infinite, xs...)
+          .then([=](Reply& reply) { *slot = caf::expected<std::string>{actors::encode(reply)}; },
+                [=](caf::error& err) { *slot = caf::expected<std::string>{std::move(err)}; });
+      },
+      0);
+    return slot;
+  }
+
+  template <class Reply, class... Ts>
+  caf::expected<std::string> ask_line(const caf::actor& to, Ts... xs) {
+    auto slot = ask_line_later<Reply>(to, std::move(xs)...);
     deliver();
     CAF_REQUIRE(slot->has_value());
     return std::move(**slot);

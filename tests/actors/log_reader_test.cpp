@@ -3,6 +3,8 @@
 #define CAF_SUITE log_reader
 #include "tests/actors/actor_fixture.hpp"
 
+#include "actors/errors.hpp"
+
 #include <nlohmann/json.hpp>
 
 using namespace hb::actors;
@@ -97,20 +99,23 @@ CAF_TEST(result answers a finished run whole) {
 }
 
 CAF_TEST(an unknown run is answered with a KeyError) {
-  auto reply = output("nope");
-  CAF_CHECK(reply.done);
-  CAF_CHECK(reply.news);
-  CAF_CHECK(reply.line.find("KeyError") != std::string::npos);
+  auto reply = ask<output_reply>(reader, output_query{"nope", 0, 0, true, 0});
+  CAF_REQUIRE(!reply);
+  CAF_CHECK_EQUAL(error_line(reply.error()),
+                  R"({"ok": false, "error": "'unknown run: nope'", "error_type": "KeyError"})");
   auto line = ask<std::string>(reader, result_query{"nope"});
-  CAF_CHECK(line && line->find("KeyError") != std::string::npos);
+  CAF_REQUIRE(!line);
+  CAF_CHECK_EQUAL(error_line(line.error()), error_line(reply.error()));
 }
 
 CAF_TEST(a pruned run is answered with RunPruned) {
   write_run("r1", {"a"}, "complete");
   log->database().exec("UPDATE runs SET pruned_at = 500 WHERE run_id = 'r1'");
-  auto reply = output("r1");
-  CAF_CHECK(reply.done);
-  CAF_CHECK(reply.line.find("RunPruned") != std::string::npos);
+  auto reply = ask<output_reply>(reader, output_query{"r1", 0, 0, true, 0});
+  CAF_REQUIRE(!reply);
+  auto line = json::parse(error_line(reply.error()));
+  CAF_CHECK(line["error_type"] == "RunPruned");
+  CAF_CHECK(line["error"].get<std::string>().find("run r1 was pruned") == 0);
 }
 
 CAF_TEST(history answers the stored history of a session) {
@@ -151,8 +156,9 @@ CAF_TEST(a reader that could not open the log opens it at a later read) {
   std::string later = db.dir.file("later.db");
   auto late_reader = keep(spawn_log_reader(sys, later, finished, spawn_mode::scheduled));
   auto reply = ask<output_reply>(late_reader, output_query{"r1", 0, 0, true, 0});
-  CAF_REQUIRE(reply);
-  CAF_CHECK(reply->line.find("event log read failed") != std::string::npos);
+  CAF_REQUIRE(!reply);
+  CAF_CHECK(error_line(reply.error()).find("event log read failed") != std::string::npos);
+  CAF_CHECK(error_line(reply.error()).find("RuntimeError") != std::string::npos);
   hb::storage::log_writer other(later);
   other.open_run("r1", "s1", 100.0);
   other.append_delta("r1", "found", 101.0);

@@ -83,7 +83,7 @@ public:
   }
   // Sends a chat; its answer comes once the run is armed (or at once, for a refusal).
   std::shared_ptr<std::optional<caf::expected<std::string>>> chat(const caf::actor& s, const std::string& line) {
-    auto slot = ask_later<std::string>(s, chat_of(line));
+    auto slot = ask_line_later<actors::chat_reply>(s, chat_of(line));
     deliver();
     return slot;
   }

@@ -140,7 +140,7 @@ CAF_TEST(a chat that waits is answered with the result at the end of the run) {
 CAF_TEST(interrupt stops the live turn and answers once the turn has returned) {
   auto s = session();
   auto run_id = run_chat(s, hello);
-  auto answer = ask_later<std::string>(s, interrupt_turn{"\"stop\""});
+  auto answer = ask_line_later<interrupt_reply>(s, interrupt_turn{"\"stop\""});
   deliver();
   CAF_CHECK_EQUAL(world->agents[0]->interrupts, std::vector<std::string>{"\"stop\""});
   CAF_CHECK_EQUAL(world->cancelled, std::vector<std::string>{"interrupted"});
@@ -152,7 +152,7 @@ CAF_TEST(interrupt stops the live turn and answers once the turn has returned) {
 CAF_TEST(an interrupt whose turn does not return is answered unsynced) {
   auto s = session();
   run_chat(s, hello);
-  auto answer = ask_later<std::string>(s, interrupt_turn{"null"});
+  auto answer = ask_line_later<interrupt_reply>(s, interrupt_turn{"null"});
   deliver();
   let_pass(std::chrono::seconds(10));
   CAF_CHECK(json::parse(answer_of(answer))["synced"] == false);
@@ -161,19 +161,19 @@ CAF_TEST(an interrupt whose turn does not return is answered unsynced) {
 CAF_TEST(interrupt in the phases without a turn) {
   auto fresh = session("new");
   CAF_CHECK_EQUAL(answer_of([&] {
-                    auto a = ask_later<std::string>(fresh, interrupt_turn{"null"});
+                    auto a = ask_line_later<interrupt_reply>(fresh, interrupt_turn{"null"});
                     deliver();
                     return a;
                   }()),
                   R"({"ok": false, "error": "'unknown session: new'", "error_type": "KeyError"})");
   auto d = dormant("old");
-  auto a = ask<std::string>(d, interrupt_turn{"null"});
+  auto a = ask_line<interrupt_reply>(d, interrupt_turn{"null"});
   CAF_REQUIRE(a);
   CAF_CHECK(json::parse(*a)["synced"] == true);
   CAF_CHECK(world->built.empty()); // nothing was built to be stopped
   auto s = session();
   end_run(s, run_chat(s, hello));
-  auto idle = ask<std::string>(s, interrupt_turn{"null"});
+  auto idle = ask_line<interrupt_reply>(s, interrupt_turn{"null"});
   CAF_REQUIRE(idle);
   CAF_CHECK(json::parse(*idle)["synced"] == true);
   CAF_CHECK_EQUAL(world->agents[0]->interrupts.size(), 1u); // the agent clears it before the next turn
@@ -182,7 +182,7 @@ CAF_TEST(interrupt in the phases without a turn) {
 CAF_TEST(a steer while idle is carried into the next turn) {
   auto s = session();
   end_run(s, run_chat(s, hello));
-  auto steered = ask<std::string>(s, steer_turn{"go left"});
+  auto steered = ask_line<steer_reply>(s, steer_turn{"go left"});
   CAF_REQUIRE(steered);
   CAF_CHECK(json::parse(*steered)["accepted"] == true);
   run_chat(s, hello);
@@ -191,11 +191,11 @@ CAF_TEST(a steer while idle is carried into the next turn) {
 
 CAF_TEST(steer where there is no agent) {
   auto d = dormant();
-  auto steered = ask<std::string>(d, steer_turn{"x"});
+  auto steered = ask_line<steer_reply>(d, steer_turn{"x"});
   CAF_REQUIRE(steered);
   CAF_CHECK(json::parse(*steered)["accepted"] == false);
   auto fresh = session("new");
-  auto unknown = ask_later<std::string>(fresh, steer_turn{"x"});
+  auto unknown = ask_line_later<steer_reply>(fresh, steer_turn{"x"});
   deliver();
   CAF_CHECK(answer_of(unknown).find("KeyError") != std::string::npos);
 }
@@ -256,10 +256,10 @@ CAF_TEST(idle collection frees the agent and the next chat resumes the stored hi
   CAF_REQUIRE(collected);
   CAF_CHECK(*collected);
   CAF_CHECK(view(s).created); // still listed
-  auto steered = ask<std::string>(s, steer_turn{"x"}); // dormant: no turn to steer, not an unknown session
+  auto steered = ask_line<steer_reply>(s, steer_turn{"x"}); // dormant: no turn to steer, not an unknown session
   CAF_REQUIRE(steered);
   CAF_CHECK(json::parse(*steered)["accepted"] == false);
-  auto history = ask<std::string>(s, history_of{});
+  auto history = ask_line<history_reply>(s, history_of{});
   CAF_REQUIRE(history);
   run_chat(s, hello);
   CAF_CHECK_EQUAL(world->built.size(), 2u);
@@ -309,7 +309,7 @@ CAF_TEST(drain lets the turn go and answers at its end) {
 
 CAF_TEST(history is unknown before the session is listed) {
   auto s = session("new");
-  auto history = ask_later<std::string>(s, history_of{});
+  auto history = ask_line_later<history_reply>(s, history_of{});
   deliver();
   CAF_CHECK(answer_of(history).find("KeyError") != std::string::npos);
 }
@@ -317,7 +317,7 @@ CAF_TEST(history is unknown before the session is listed) {
 CAF_TEST(a model switch waits for the turn and applies after it) {
   auto s = session();
   auto run_id = run_chat(s, hello);
-  auto later = ask<std::string>(s, switch_model{"m9", ""});
+  auto later = ask_line<switch_reply>(s, switch_model{"m9", ""});
   CAF_REQUIRE(later);
   CAF_CHECK(json::parse(*later)["reason"] == "session_running");
   CAF_CHECK(world->agents[0]->calls.empty());
@@ -328,7 +328,7 @@ CAF_TEST(a model switch waits for the turn and applies after it) {
 
 CAF_TEST(an estimate builds an agent for a new session and leaves it idle) {
   auto s = session();
-  auto estimate = ask<std::string>(s, estimate_context{agent_recipe{}, R"({"messages": []})"});
+  auto estimate = ask_line<estimate_reply>(s, estimate_context{agent_recipe{}, R"({"messages": []})"});
   CAF_REQUIRE(estimate);
   CAF_CHECK(json::parse(*estimate)["tokens"] == 7);
   CAF_CHECK(view(s).created && !view(s).running);
