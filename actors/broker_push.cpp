@@ -3,6 +3,7 @@
 // runs; every watcher of such a run re-reads from its own cursors, so what a
 // client receives is exactly what was committed after what it already had.
 #include "actors/broker_state.hpp"
+#include "actors/errors.hpp"
 #include "actors/log_messages.hpp"
 #include "actors/responses.hpp"
 #include "actors/session_messages.hpp"
@@ -26,6 +27,14 @@ namespace {
 constexpr int64_t stream_read_bytes = 1 << 20;
 
 void read_for(broker_actor* self, uint64_t key);
+
+// A read the reader refused (an unknown or pruned run) is answered as it
+// said; one that never reached it as the log's failure.
+std::string read_failure_line(const caf::error& err) {
+  if (err.category() == error_category)
+    return actors::error_line(err);
+  return error_line("RuntimeError", "event log read failed: " + caf::to_string(err));
+}
 
 // Read again once the client has taken what it was sent (on_drained).
 void defer(watcher& w) {
@@ -122,8 +131,7 @@ void read_for(broker_actor* self, uint64_t key) {
         on_read(self, key, std::move(r.line), r.news, r.cursor, r.event_cursor, r.done, r.more);
       },
       [=](caf::error& err) {
-        on_read(self, key, error_line("RuntimeError", "event log read failed: " + caf::to_string(err)),
-                true, 0, 0, true, false);
+        on_read(self, key, read_failure_line(err), true, 0, 0, true, false);
       });
 }
 
