@@ -14,8 +14,6 @@
 
 namespace hb::actors {
 
-using protocol::object_writer;
-
 void route(broker_actor* self, const reply_to& to, requests::any request) {
   std::visit([&](auto& r) { on_request(self, to, r); }, request);
 }
@@ -32,15 +30,11 @@ void forward_line(broker_actor* self, const reply_to& to, const caf::actor& read
 } // namespace
 
 void on_request(broker_actor* self, const reply_to& to, requests::ping&) {
-  object_writer w;
-  w.boolean("ok", true).boolean("pong", true).number("time", now_seconds()).str("agent_root",
-                                                                                self->state.settings->agent_root);
-  add_ping_fields(self, w);
-  respond(self, to, w.finish());
+  respond(self, to, encode(ping_of(self)));
 }
 
 void on_request(broker_actor* self, const reply_to& to, requests::shutdown&) {
-  respond(self, to, object_writer{}.boolean("ok", true).str("status", "shutting_down").finish());
+  respond(self, to, encode(done_reply{"shutting_down"}));
   if (self->state.links.request_stop)
     self->state.links.request_stop();
 }
@@ -54,7 +48,7 @@ void on_request(broker_actor* self, const reply_to& to, requests::test_fault& r)
   } else {
     throw protocol::value_error("unknown fault: " + r.fault);
   }
-  respond(self, to, object_writer{}.boolean("ok", true).finish());
+  respond(self, to, encode(done_reply{}));
 }
 
 void on_request(broker_actor* self, const reply_to& to, requests::chat& chat) {

@@ -14,8 +14,6 @@
 
 namespace hb::actors {
 
-using protocol::object_writer;
-
 session_links links_for_sessions(broker_actor* self) {
   const auto& settings = *self->state.settings;
   return session_links{caf::actor_cast<caf::actor>(self), self->state.links.writer,
@@ -115,10 +113,6 @@ void view_session(broker_actor* self, const reply_to& to, const std::string& id,
           [=](caf::error& err) { respond_failure(self, to, err); });
 }
 
-std::string destroyed_line(const std::string& id, bool destroyed) {
-  return object_writer{}.boolean("ok", true).str("session_id", id).boolean("destroyed", destroyed).finish();
-}
-
 int64_t file_bytes(const std::string& path) {
   std::error_code ec;
   auto size = std::filesystem::file_size(path, ec);
@@ -131,31 +125,19 @@ void on_request(broker_actor* self, const reply_to& to, requests::list&) {
   survey_sessions(self, [=](std::vector<session_view>& views) {
     std::stable_sort(views.begin(), views.end(),
                      [](const auto& a, const auto& b) { return a.created_at < b.created_at; });
-    std::string items = "[";
-    for (size_t i = 0; i < views.size(); ++i)
-      items += (i ? ", " : "") + list_entry(views[i]);
-    items += ']';
-    respond(self, to, object_writer{}.boolean("ok", true).raw("sessions", items).finish());
+    respond(self, to, encode(session_list_reply{std::move(views)}));
   });
 }
 
 void on_request(broker_actor* self, const reply_to& to, requests::status& r) {
   view_session(self, to, r.session_id, [=, id = r.session_id](const session_view* view) {
-    respond(self, to, view ? status_line(*view) : unknown_session_status_line(id));
+    respond(self, to, encode(status_reply{id, view ? std::optional(*view) : std::nullopt, false}));
   });
 }
 
 void on_request(broker_actor* self, const reply_to& to, requests::status_if_loaded& r) {
   view_session(self, to, r.session_id, [=, id = r.session_id](const session_view* view) {
-    if (view)
-      return respond(self, to, status_line(*view, true));
-    respond(self, to, object_writer{}
-                        .boolean("ok", true)
-                        .str("session_id", id)
-                        .boolean("exists", false)
-                        .boolean("running", false)
-                        .boolean("loaded", false)
-                        .finish());
+    respond(self, to, encode(status_reply{id, view ? std::optional(*view) : std::nullopt, true}));
   });
 }
 
@@ -163,13 +145,13 @@ void on_request(broker_actor* self, const reply_to& to, requests::destroy& r) {
   std::string id = r.session_id;
   auto it = self->state.sessions.find(id);
   if (it == self->state.sessions.end())
-    return respond(self, to, destroyed_line(id, false));
+    return respond(self, to, encode(destroy_reply{id, false}));
   caf::actor session = it->second;
   self->state.sessions.erase(it);
   self->state.activity.erase(id);
   self->request(session, session_reply_limit, destroy_session{})
-    .then([=](bool existed) { respond(self, to, destroyed_line(id, existed)); },
-          [=](caf::error&) { respond(self, to, destroyed_line(id, false)); });
+    .then([=](bool existed) { respond(self, to, encode(destroy_reply{id, existed})); },
+          [=](caf::error&) { respond(self, to, encode(destroy_reply{id, false})); });
 }
 
 void on_request(broker_actor* self, const reply_to& to, requests::destroy_all&) {
@@ -179,7 +161,7 @@ void on_request(broker_actor* self, const reply_to& to, requests::destroy_all&) 
   self->state.sessions.clear();
   self->state.activity.clear();
   destroy_sessions(self, std::move(sessions), [=](int64_t count) {
-    respond(self, to, object_writer{}.boolean("ok", true).integer("destroyed", count).finish());
+    respond(self, to, encode(destroyed_count_reply{std::nullopt, count}));
   });
 }
 
@@ -187,44 +169,25 @@ void on_request(broker_actor* self, const reply_to& to, requests::destroy_all&) 
 // running for weeks.
 void on_request(broker_actor* self, const reply_to& to, requests::health&) {
   survey_sessions(self, [=](std::vector<session_view>& views) {
-    auto running = std::count_if(views.begin(), views.end(), [](const session_view& v) { return v.running; });
     auto& st = self->state;
     auto count = [](size_t n) { return static_cast<int64_t>(n); };
-    std::vector<std::pair<const char*, int64_t>> counts = {
-      {"sessions", count(views.size())},
-      {"running", static_cast<int64_t>(running)},
-      {"pending_questions", static_cast<int64_t>(st.open_questions)},
-      {"connections", count(st.connections.size())},
-      {"subscribers", count(st.watchers.size())},
-      {"pending_request_bytes", static_cast<int64_t>(st.held_bytes)},
-      {"queued_answer_bytes", static_cast<int64_t>(st.queued_bytes)},
-      {"log_bytes", file_bytes(st.settings->db_path) + file_bytes(st.settings->db_path + "-wal")},
-    };
+    health_reply health;
+    health.agents_available = bridge::agents_available();
+    health.sessions = count(views.size());
+    health.running = std::count_if(views.begin(), views.end(), [](const session_view& v) { return v.running; });
+    health.pending_questions = static_cast<int64_t>(st.open_questions);
+    health.connections = count(st.connections.size());
+    health.subscribers = count(st.watchers.size());
+    health.pending_request_bytes = static_cast<int64_t>(st.held_bytes);
+    health.queued_answer_bytes = static_cast<int64_t>(st.queued_bytes);
+    health.log_bytes = file_bytes(st.settings->db_path) + file_bytes(st.settings->db_path + "-wal");
+    health.agent = bridge::agents_json();
+    health.version = st.settings->version_json;
     self->request(st.links.writer, session_reply_limit, log_health_query{})
       .then(
-        [=](log_health& log) {
-          // "degraded": the log takes no output now; what it holds and what
-          // it had to give up on, so an operator sees it before a client does.
-          object_writer state;
-          state.str("state", log.degraded ? "degraded" : "ok");
-          if (log.degraded)
-            state.str("reason", log.reason).number("since", log.degraded_since);
-          state.integer("held_operations", log.held_operations)
-            .integer("held_bytes", log.held_bytes)
-            .integer("failed_runs", log.failed_runs);
-          object_writer w;
-          w.boolean("ok", true)
-            .str("status", log.degraded || !bridge::agents_available() ? "degraded" : "ok")
-            .raw("log", state.finish());
-          for (const auto& [name, value] : counts)
-            w.integer(name, value);
-          respond(self, to, w.integer("commits", log.commits)
-                              .integer("committed_rows", log.rows)
-                              .number("last_commit_ms", log.last_commit_ms)
-                              .number("max_commit_ms", log.max_commit_ms)
-                              .raw("agent", bridge::agents_json())
-                              .raw("version", self->state.settings->version_json)
-                              .finish());
+        [=](log_health& log) mutable {
+          health.log = std::move(log);
+          respond(self, to, encode(health));
         },
         [=](caf::error& err) { respond_failure(self, to, err); });
   });

@@ -7,6 +7,7 @@
 
 #include "actors/broker.hpp"
 #include "actors/question_messages.hpp"
+#include "actors/broker_replies.hpp"
 #include "actors/requests.hpp"
 #include "actors/responses.hpp"
 #include "actors/session.hpp"
@@ -183,8 +184,8 @@ void on_request(broker_actor* self, const reply_to& to, requests::profile_op& r)
 void on_request(broker_actor* self, const reply_to& to, requests::unknown_mcp& r);
 void on_request(broker_actor* self, const reply_to& to, requests::destroy_profile& r);
 void on_request(broker_actor* self, const reply_to& to, requests::worker_ping& r);
-// ping's picture of the sessions (kept from their session_activity).
-void add_ping_fields(broker_actor* self, protocol::object_writer& w);
+// ping's answer: this daemon, its workers and its sessions (kept from their session_activity).
+ping_reply ping_of(broker_actor* self);
 
 // -- broker_push.cpp -------------------------------------------------------------
 void on_request(broker_actor* self, const reply_to& to, requests::get_output& r);

@@ -20,23 +20,8 @@
 
 namespace hb::actors {
 
-using protocol::error_line;
-using protocol::json;
-using protocol::object_writer;
 
 namespace {
-
-// Studio's bridge answers {"ok": true, **result}: a result may say ok:false
-// itself (an MCP server that does not exist), and then the answer does.
-std::string ok_merged(const std::string& result_json) {
-  json result = json::parse(result_json, nullptr, false);
-  json out;
-  out["ok"] = true;
-  if (result.is_object())
-    for (auto it = result.begin(); it != result.end(); ++it)
-      out[it.key()] = it.value();
-  return protocol::dumps(out);
-}
 
 // Runs `op` in `profile`'s agent environment on a thread of its own.
 void profile_call(broker_actor* self, const reply_to& to, const std::string& profile, const std::string& op,
@@ -49,7 +34,7 @@ void profile_call(broker_actor* self, const reply_to& to, const std::string& pro
                     return host->call(profile, op, args);
                   });
                 })
-    .then([=](std::string& payload) { respond(self, to, ok_merged(payload)); },
+    .then([=](std::string& payload) { respond(self, to, encode(profile_op_reply{std::move(payload)})); },
           [=](caf::error& err) { respond_failure(self, to, err); });
 }
 
@@ -103,7 +88,7 @@ void on_request(broker_actor* self, const reply_to& to, requests::profile_op& r)
 }
 
 void on_request(broker_actor* self, const reply_to& to, requests::unknown_mcp& r) {
-  respond(self, to, object_writer{}.boolean("ok", false).str("error", "unknown MCP action: " + r.action).finish());
+  respond(self, to, encode(unknown_mcp_reply{r.action}));
 }
 
 void on_request(broker_actor* self, const reply_to& to, requests::destroy_profile& r) {
@@ -119,62 +104,40 @@ void on_request(broker_actor* self, const reply_to& to, requests::destroy_profil
     sessions.push_back(session);
   }
   destroy_sessions(self, std::move(sessions), [=](int64_t count) {
-    respond(self, to, object_writer{}.boolean("ok", true).str("profile", profile).integer("destroyed", count).finish());
+    respond(self, to, encode(destroyed_count_reply{profile, count}));
   });
 }
 
 void on_request(broker_actor* self, const reply_to& to, requests::worker_ping& r) {
-  const std::string& profile = r.profile;
-  int64_t sessions = 0, running = 0;
-  for (auto& [id, entry] : self->state.activity)
-    if (entry.first == profile) {
-      ++sessions;
-      running += entry.second ? 1 : 0;
-    }
   const auto& settings = *self->state.settings;
-  respond(self, to, object_writer{}
-                      .boolean("ok", true)
-                      .boolean("pong", true)
-                      .number("time", now_seconds())
-                      .integer("pid", ::getpid())
-                      .str("agent_root", settings.agent_root)
-                      .str("profile", profile)
-                      .str("hermes_home", settings.hermes_home)
-                      .integer("session_count", sessions)
-                      .integer("running_session_count", running)
-                      .str("worker_profile", profile)
-                      .str("worker_key", r.worker_key)
-                      .finish());
+  worker_ping_reply pong{now_seconds(), ::getpid(), settings.agent_root, r.profile, settings.hermes_home, 0, 0,
+                         r.worker_key};
+  for (auto& [id, entry] : self->state.activity)
+    if (entry.first == r.profile) {
+      ++pong.session_count;
+      pong.running_session_count += entry.second ? 1 : 0;
+    }
+  respond(self, to, encode(pong));
 }
 
-void add_ping_fields(broker_actor* self, object_writer& w) {
+ping_reply ping_of(broker_actor* self) {
   auto& st = self->state;
-  std::map<std::string, int64_t> by_profile, running_by_profile;
-  int64_t running = 0;
+  ping_reply pong{now_seconds(), st.settings->agent_root, ::getpid(), st.settings->endpoint};
   for (auto& [id, entry] : st.activity) {
-    ++by_profile[entry.first];
-    if (entry.second) {
-      ++running_by_profile[entry.first];
-      ++running;
+    auto& [profile, running] = entry;
+    ++pong.activity.sessions;
+    ++pong.activity.by_profile[profile];
+    if (running) {
+      ++pong.activity.running;
+      ++pong.activity.running_by_profile[profile];
     }
   }
-  auto counts = [](const std::map<std::string, int64_t>& m) {
-    object_writer c;
-    for (auto& [k, v] : m)
-      c.integer(k, v);
-    return c.finish();
-  };
   auto workers = bridge::studio_workers();
-  w.str("mode", "broker")
-    .raw("broker", object_writer{}.integer("pid", ::getpid()).str("endpoint", st.settings->endpoint).finish())
-    .raw("workers", workers.workers)
-    .raw("worker_details", workers.details)
-    .integer("active_sessions", static_cast<int64_t>(st.activity.size()))
-    .integer("running_sessions", running)
-    .raw("sessions_by_profile", counts(by_profile))
-    .raw("running_sessions_by_profile", counts(running_by_profile))
-    .raw("agent", bridge::agent_summary_json())
-    .raw("version", st.settings->version_json);
+  pong.workers = std::move(workers.workers);
+  pong.worker_details = std::move(workers.details);
+  pong.agent = bridge::agent_summary_json();
+  pong.version = st.settings->version_json;
+  return pong;
 }
 
 } // namespace hb::actors

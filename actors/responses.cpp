@@ -116,60 +116,6 @@ std::string get_result_line(const storage::run_snapshot& run) {
   return w.finish();
 }
 
-namespace {
-
-// The seed's members of a session, in its order, then ours.
-object_writer& session_members(object_writer& w, const session_view& v, bool with_exists) {
-  w.str("session_id", v.session_id);
-  if (with_exists)
-    w.boolean("exists", true);
-  w.boolean("running", v.running);
-  if (v.current_run_id.empty())
-    w.null("current_run_id");
-  else
-    w.str("current_run_id", v.current_run_id);
-  w.number("created_at", v.created_at)
-    .number("last_used_at", v.last_used_at)
-    .integer("message_count", v.message_count)
-    .raw("config", v.config);
-  // Native sessions only: embedded ones answer exactly as the seed does.
-  if (!v.native.empty())
-    w.raw("native", v.native);
-  return w;
-}
-
-} // namespace
-
-std::string list_entry(const session_view& view) {
-  object_writer w;
-  session_members(w, view, false).str("profile", view.profile).str("worker_key", view.profile);
-  return w.finish();
-}
-
-std::string status_line(const session_view& view, bool with_loaded) {
-  object_writer w;
-  w.boolean("ok", true);
-  session_members(w, view, true);
-  if (view.harness != "native")
-    w.raw("agent", view.agent);
-  if (with_loaded)
-    w.boolean("loaded", true);
-  return w.finish();
-}
-
-std::string unknown_session_status_line(const std::string& session_id) {
-  return object_writer{}
-    .boolean("ok", true)
-    .str("session_id", session_id)
-    .boolean("exists", false)
-    .boolean("running", false)
-    .integer("message_count", 0)
-    .finish();
-}
-
-} // namespace hb::actors
-
-namespace hb::actors {
 
 std::string encode(const chat_reply& r) {
   if (!r.result.empty())

@@ -1,4 +1,6 @@
-// Response lines built from the event log, in the seed's field order.
+// Answers as the client reads them: runs read from the event log (in the
+// seed's field order) and the typed replies of sessions and questions.
+// The broker's own answers: broker_replies.hpp.
 #pragma once
 
 #include "actors/question_messages.hpp"
@@ -18,12 +20,6 @@ std::string get_output_line(const storage::run_snapshot& run, int64_t cursor, bo
 std::string get_output_line(const storage::finished_run& run, int64_t cursor, int64_t event_cursor,
                             bool include_output);
 std::string get_result_line(const storage::run_snapshot& run);
-// A session as `list` shows it (Hermes Studio's bridge's fields after the seed's).
-std::string list_entry(const session_view& view);
-// `status` of a session: the entry with "exists" and its agent; `loaded` for status_if_loaded.
-std::string status_line(const session_view& view, bool with_loaded = false);
-// `status` for a session this daemon does not know.
-std::string unknown_session_status_line(const std::string& session_id);
 
 // Typed answers as the client reads them, one encoder each.
 std::string encode(const chat_reply& r);
