@@ -195,7 +195,7 @@ void on_request(broker_actor* self, const reply_to& to, requests::health&) {
       {"running", static_cast<int64_t>(running)},
       {"pending_questions", count(st.questions.size())},
       {"connections", count(st.connections.size())},
-      {"subscribers", count(st.watchers.size())},
+      {"subscribers", count(st.hub->size())},
       {"pending_request_bytes", static_cast<int64_t>(st.held_bytes)},
       {"queued_answer_bytes", static_cast<int64_t>(st.queued_bytes)},
       {"log_bytes", file_bytes(st.settings->db_path) + file_bytes(st.settings->db_path + "-wal")},
