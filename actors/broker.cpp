@@ -50,6 +50,7 @@ caf::behavior broker_behavior(broker_actor* self, int listen_fd,
   st.links = std::move(links);
   self->link_to(st.links.questions); // the questions die with the broker, and it with them
   self->send(st.links.questions, questions_watch{}); // health counts the open ones
+  start_output_hub(self);
   for (const auto& row : *dormant) {
     st.sessions.emplace(row.session_id,
                         spawn_dormant_session(self->system(), row, links_for_sessions(self)));
@@ -70,7 +71,7 @@ caf::behavior broker_behavior(broker_actor* self, int listen_fd,
       auto& st = self->state;
       st.sweep_armed = false;
       sweep_connections(self);
-      if (!st.connections.empty() || !st.watchers.empty())
+      if (!st.connections.empty() || st.hub->size() > 0)
         arm_sweep(self);
     },
     [=](const log_committed& touched) { on_committed(self, touched); },

@@ -333,20 +333,7 @@ void sweep_connections(broker_actor* self) {
   for (int64_t id : idle)
     close_now(self, handle::from_int(id));
   cut_stalled_writers(self, now);
-  // A subscriber whose news has waited this long for it to read is cut off,
-  // whatever it holds: the daemon does not keep state for clients that left
-  // without closing.
-  std::vector<uint64_t> stalled;
-  for (auto& [key, w] : st.watchers)
-    if (w.deferred && now - w.deferred_since >= st.settings->subscriber_stall)
-      stalled.push_back(key);
-  for (uint64_t key : stalled) {
-    auto it = st.watchers.find(key);
-    if (it != st.watchers.end())
-      cut_off(self, it->second, "the client has not read for " +
-                                  std::to_string(st.settings->subscriber_stall.count()) +
-                                  " ms (--subscriber-stall-ms)");
-  }
+  st.hub->cut_stalled(); // subscribers: --subscriber-stall-ms
 }
 
 } // namespace hb::actors

@@ -177,7 +177,7 @@ void on_request(broker_actor* self, const reply_to& to, requests::health&) {
     health.running = std::count_if(views.begin(), views.end(), [](const session_view& v) { return v.running; });
     health.pending_questions = static_cast<int64_t>(st.open_questions);
     health.connections = count(st.connections.size());
-    health.subscribers = count(st.watchers.size());
+    health.subscribers = count(st.hub->size());
     health.pending_request_bytes = static_cast<int64_t>(st.held_bytes);
     health.queued_answer_bytes = static_cast<int64_t>(st.queued_bytes);
     health.log_bytes = file_bytes(st.settings->db_path) + file_bytes(st.settings->db_path + "-wal");

@@ -6,8 +6,10 @@
 #pragma once
 
 #include "actors/broker.hpp"
+#include "actors/output_hub.hpp"
 #include "actors/question_messages.hpp"
 #include "actors/broker_replies.hpp"
+#include "actors/reply_to.hpp"
 #include "actors/requests.hpp"
 #include "actors/responses.hpp"
 #include "actors/session.hpp"
@@ -21,21 +23,11 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <unordered_map>
 
 namespace hb::actors {
-
-using handle = caf::io::connection_handle;
-using steady_time = std::chrono::steady_clock::time_point;
-
-// Where an answer goes: a connection, the request's place in that
-// connection's order, and the client's "id" to echo (JSON text, or empty).
-struct reply_to {
-  handle h;
-  uint64_t seq = 0;
-  std::string id;
-};
 
 // Request numbers are unique across connections: the high 32 bits are the
 // connection's serial, the low 32 its requests in order. A handle's id is
@@ -71,26 +63,6 @@ struct connection {
   bool owns(uint64_t seq) const { return seq >> serial_shift == first_seq >> serial_shift; }
 };
 
-// A client waiting for a run's output: a long-poll (answered once) or a
-// subscription (one line per commit with news).
-struct watcher {
-  enum class kind { long_poll, run_stream, session_stream };
-  watcher(kind what, reply_to to) : what(what), to(std::move(to)) {}
-  kind what;
-  reply_to to;
-  std::string run_id;     // the run being followed; empty while a session idles
-  std::string session_id; // session streams
-  std::string next_run;   // session streams: started while the previous run was finishing
-  int64_t cursor = 0;
-  int64_t event_cursor = 0;
-  bool include_output = true;
-  steady_time deadline{}; // long polls
-  bool reading = false;   // a read is on its way
-  bool again = false;     // news arrived during that read
-  bool deferred = false;  // news held back until the client drains what it has
-  steady_time deferred_since{};
-};
-
 // How long the broker waits for a session actor's own answer.
 constexpr std::chrono::seconds session_reply_limit{5};
 
@@ -104,8 +76,9 @@ struct broker_state {
   uint64_t held_bytes = 0; // in unfinished lines, all connections (--max-pending-bytes)
   uint64_t queued_bytes = 0; // answers not yet handed to sockets, all connections (--max-queued-answer-bytes)
   uint64_t next_serial = 0; // see connection::first_seq
-  std::unordered_map<uint64_t, watcher> watchers;
-  uint64_t next_watcher = 0;
+  // Long-polls and subscriptions (broker_push.cpp); the hub answers through its port.
+  std::unique_ptr<output_hub::port> hub_port;
+  std::unique_ptr<output_hub> hub;
   caf::io::accept_handle acceptor;
   bool stopping = false;
   bool sweep_armed = false; // a read_due is on its way (see arm_sweep)
@@ -188,10 +161,11 @@ void on_request(broker_actor* self, const reply_to& to, requests::worker_ping& r
 ping_reply ping_of(broker_actor* self);
 
 // -- broker_push.cpp -------------------------------------------------------------
+// The output hub and the port through which it reads and answers.
+void start_output_hub(broker_actor* self);
 void on_request(broker_actor* self, const reply_to& to, requests::get_output& r);
 void on_request(broker_actor* self, const reply_to& to, requests::subscribe& r);
 // The writer committed news for these runs (log_messages.hpp).
-struct log_committed;
 void on_committed(broker_actor* self, const log_committed& touched);
 void on_wait_due(broker_actor* self, uint64_t key);
 void drop_watchers_of(broker_actor* self, handle h);

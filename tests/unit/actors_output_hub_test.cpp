@@ -1,0 +1,127 @@
+// The output hub's long-polls, and what every watcher shares: one read in
+// flight, commits of other runs, closed connections, failed reads.
+#include "fake_hub_port.hpp"
+
+using namespace hb::actors;
+using namespace hb::test;
+using namespace std::chrono_literals;
+
+TEST_CASE_METHOD(hub_fixture, "output hub: a long-poll whose read has news is answered at once", "[output_hub]") {
+  poll(3, "r1", 4, 2, 5000);
+  REQUIRE(port.deadlines.size() == 1);
+  CHECK(port.deadlines[0].second == 5000ms);
+  REQUIRE(port.reads.size() == 1);
+  const auto& q = port.reads[0].query;
+  CHECK((q.run_id == "r1" && q.cursor == 4 && q.event_cursor == 2 && q.include_output && q.max_bytes == 0));
+  answer(0, news("L", 6, 3));
+  REQUIRE(port.responses.size() == 1);
+  CHECK(port.responses[0].first.h.id() == 3);
+  CHECK(port.responses[0].first.seq == 7);
+  CHECK(port.responses[0].second == "L");
+  CHECK(hub.size() == 0);
+}
+
+TEST_CASE_METHOD(hub_fixture, "output hub: a long-poll without news waits for a commit of its run", "[output_hub]") {
+  poll(3, "r1", 4, 2, 5000);
+  answer(0, no_news("nothing", 4, 2));
+  CHECK(port.responses.empty());
+  CHECK(hub.size() == 1);
+  commit({"r2"}, {"s1"});
+  CHECK(port.reads.size() == 1);
+  commit({"r2", "r1"}, {"s1", "s1"});
+  REQUIRE(port.reads.size() == 2);
+  CHECK((port.reads[1].query.cursor == 4 && port.reads[1].query.event_cursor == 2));
+  answer(1, news("news", 5, 2));
+  REQUIRE(port.responses.size() == 1);
+  CHECK(port.responses[0].second == "news");
+  CHECK(hub.size() == 0);
+}
+
+TEST_CASE_METHOD(hub_fixture, "output hub: a long-poll is answered at its deadline with what it has", "[output_hub]") {
+  poll(3, "r1", 0, 0, 1000);
+  answer(0, no_news("first", 0, 0));
+  port.clock += 999ms;
+  commit({"r1"}, {"s"});
+  answer(1, no_news("early", 0, 0));
+  CHECK(port.responses.empty()); // not yet due
+  port.clock += 1ms;
+  hub.on_deadline(port.deadlines.at(0).first);
+  REQUIRE(port.reads.size() == 3);
+  answer(2, no_news("late", 0, 0));
+  REQUIRE(port.responses.size() == 1);
+  CHECK(port.responses[0].second == "late");
+  CHECK(hub.size() == 0);
+  hub.on_deadline(port.deadlines.at(0).first); // a deadline for a poll answered already
+  CHECK(port.reads.size() == 3);
+}
+
+TEST_CASE_METHOD(hub_fixture, "output hub: a deadline during a read waits for that read's answer", "[output_hub]") {
+  poll(3, "r1", 0, 0, 1000);
+  port.clock += 1000ms;
+  hub.on_deadline(port.deadlines.at(0).first);
+  CHECK(port.reads.size() == 1); // no second read beside the one on its way
+  answer(0, no_news("as is", 0, 0));
+  REQUIRE(port.responses.size() == 1);
+  CHECK(port.responses[0].second == "as is");
+}
+
+TEST_CASE_METHOD(hub_fixture, "output hub: one read in flight per watcher, one more for news during it",
+                 "[output_hub]") {
+  follow_run(1, "r1");
+  REQUIRE(port.reads.size() == 1);
+  commit({"r1"}, {"s"});
+  commit({"r1"}, {"s"});
+  CHECK(port.reads.size() == 1);
+  answer(0, no_news("", 0, 0));
+  REQUIRE(port.reads.size() == 2); // exactly one more for both commits
+  answer(1, no_news("", 0, 0));
+  CHECK(port.reads.size() == 2); // and none after it without news
+  commit({"r1"}, {"s"});
+  CHECK(port.reads.size() == 3);
+}
+
+TEST_CASE_METHOD(hub_fixture, "output hub: commits of other runs read nothing", "[output_hub]") {
+  poll(1, "r1", 0, 0, 5000);
+  follow_run(2, "r2");
+  answer(0, no_news("", 0, 0));
+  answer(1, no_news("", 0, 0));
+  commit({"r3", "r4"}, {"s3", "s4"});
+  commit({}, {});
+  CHECK(port.reads.size() == 2);
+  commit({"r2"}, {"s2"});
+  REQUIRE(port.reads.size() == 3);
+  CHECK(port.reads[2].query.run_id == "r2");
+}
+
+TEST_CASE_METHOD(hub_fixture, "output hub: a closed connection's watchers are dropped and their late answers ignored",
+                 "[output_hub]") {
+  poll(1, "r1", 0, 0, 5000);
+  follow_run(1, "r1");
+  follow_run(2, "r1");
+  CHECK(hub.size() == 3);
+  hub.drop_watchers_of(handle::from_int(1));
+  CHECK(hub.size() == 1);
+  answer(0, news("late poll", 1, 0));
+  answer(1, news("late stream", 1, 0));
+  hub.on_read_failed(port.reads[0].key, R"({"ok": false, "error": "gone", "error_type": "RuntimeError"})");
+  CHECK(port.responses.empty());
+  CHECK(port.lines_of(1).empty());
+  hub.on_deadline(port.deadlines.at(0).first);
+  answer(2, no_news("", 0, 0));
+  commit({"r1"}, {"s"});
+  REQUIRE(port.reads.size() == 4);
+  CHECK(port.reads[3].key == port.reads[2].key); // only connection 2's stream reads
+}
+
+TEST_CASE_METHOD(hub_fixture, "output hub: a failed read is answered with its error line", "[output_hub]") {
+  const std::string failed = R"({"ok": false, "error": "'unknown run: r1'", "error_type": "KeyError"})";
+  poll(1, "r1", 0, 0, 5000);
+  hub.on_read_failed(port.reads[0].key, failed);
+  REQUIRE(port.responses.size() == 1);
+  CHECK(port.responses[0].second == failed);
+
+  follow_run(2, "r1", 5, 5);
+  hub.on_read_failed(port.reads[1].key, failed);
+  CHECK(port.lines_of(2) == std::vector<std::string>{port.responses[0].second}); // and ends the stream
+  CHECK(port.ended == std::vector<int64_t>{2});
+}
