@@ -42,7 +42,7 @@ void collect_idle_sessions(broker_actor* self) {
   self->delayed_send(self, self->state.settings->gc_interval, idle_sweep_due{});
 }
 
-caf::behavior broker_behavior(broker_actor* self, int listen_fd,
+caf::behavior broker_behavior(broker_actor* self, listener listen,
                               std::shared_ptr<const daemon_settings> settings, broker_links links,
                               std::shared_ptr<const known_sessions> dormant) {
   auto& st = self->state;
@@ -52,13 +52,12 @@ caf::behavior broker_behavior(broker_actor* self, int listen_fd,
   self->send(st.links.questions, questions_watch{}); // health counts the open ones
   start_output_hub(self);
   for (const auto& row : *dormant) {
-    st.sessions.emplace(row.session_id,
-                        spawn_dormant_session(self->system(), row, links_for_sessions(self)));
+    st.sessions.emplace(row.session_id, new_session(self, row.session_id, &row));
     auto config = json::parse(row.config, nullptr, false);
     std::string profile = config.is_object() ? config.value("profile", "") : "";
     st.activity[row.session_id] = {profile.empty() ? "default" : profile, false};
   }
-  st.acceptor = listen_on_fd(self, listen_fd);
+  st.acceptor = listen(self);
   self->send(st.links.writer, log_watch{}); // commits are reported back for pushes
   self->delayed_send(self, st.settings->gc_interval, idle_sweep_due{});
   return {
@@ -116,10 +115,10 @@ const caf::actor& next_reader(broker_actor* self) {
   return st.links.readers[st.next_reader++ % st.links.readers.size()];
 }
 
-caf::actor spawn_broker(caf::actor_system& sys, int listen_fd,
+caf::actor spawn_broker(caf::actor_system& sys, listener listen,
                         std::shared_ptr<const daemon_settings> settings, broker_links links,
                         const known_sessions& dormant) {
-  return sys.middleman().spawn_broker(broker_behavior, listen_fd, std::move(settings), std::move(links),
+  return sys.middleman().spawn_broker(broker_behavior, std::move(listen), std::move(settings), std::move(links),
                                       std::make_shared<const known_sessions>(dormant));
 }
 

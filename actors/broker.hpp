@@ -8,10 +8,13 @@
 #include "actors/vocabulary.hpp"
 #include "bridge/agent_host.hpp"
 #include "storage/finished_runs.hpp"
+#include "storage/log_rows.hpp"
 #include "storage/log_writer.hpp"
 
 #include <caf/actor.hpp>
 #include <caf/actor_system_config.hpp>
+#include <caf/io/abstract_broker.hpp>
+#include <caf/io/accept_handle.hpp>
 #include <caf/meta/type_name.hpp>
 
 #include <functional>
@@ -64,6 +67,13 @@ inline void add_broker_message_types(caf::actor_system_config& cfg) {
     .add_message_type<poll_due>("hb::poll_due");
 }
 
+// How the broker makes a session actor: spawn_session or
+// spawn_dormant_session (`dormant`: a session known from the log), or
+// stand-ins in the broker's actor tests.
+using session_spawner = std::function<caf::actor(caf::actor_system& sys, const std::string& session_id,
+                                                 const struct session_links& links,
+                                                 const storage::session_row* dormant)>;
+
 struct broker_links {
   caf::actor writer;
   caf::actor questions; // questions.hpp: the broker passes questions and clients' answers to it
@@ -71,12 +81,22 @@ struct broker_links {
   // Finished runs in memory: their tail reads are answered without a hop.
   std::shared_ptr<storage::finished_run_cache> finished;
   std::function<void()> request_stop; // the `shutdown` action
+  session_spawner spawn_session;       // empty: the daemon's own sessions
 };
+
+// Where the broker's connections come from: a listening socket (listen_on),
+// or a test multiplexer's acceptor in the actor tests.
+using listener = std::function<caf::io::accept_handle(caf::io::abstract_broker* self)>;
+
+// Listens on `listen_fd` with connections that keep answering after the
+// client's EOF (a request line without its newline, then shutdown(SHUT_WR),
+// is answered like the seed answers it).
+listener listen_on(int listen_fd);
 
 // Sessions the event log knows from before this start, served as dormant.
 using known_sessions = std::vector<storage::session_row>;
 
-caf::actor spawn_broker(caf::actor_system& sys, int listen_fd,
+caf::actor spawn_broker(caf::actor_system& sys, listener listen,
                         std::shared_ptr<const daemon_settings> settings, broker_links links,
                         const known_sessions& dormant);
 

@@ -159,7 +159,9 @@ void on_peer_done(broker_actor* self, handle h) {
 
 } // namespace
 
-caf::io::accept_handle listen_on_fd(broker_actor* self, int listen_fd) {
+namespace {
+
+caf::io::accept_handle listen_on_fd(caf::io::abstract_broker* self, int listen_fd) {
   auto fd = static_cast<caf::io::network::native_socket>(listen_fd);
   auto* mx = dynamic_cast<caf::io::network::default_multiplexer*>(&self->backend());
   if (!mx)
@@ -171,6 +173,12 @@ caf::io::accept_handle listen_on_fd(broker_actor* self, int listen_fd) {
   auto h = doorman->hdl();
   self->add_doorman(std::move(doorman));
   return h;
+}
+
+} // namespace
+
+listener listen_on(int listen_fd) {
+  return [listen_fd](caf::io::abstract_broker* self) { return listen_on_fd(self, listen_fd); };
 }
 
 void on_new_connection(broker_actor* self, handle h) {

@@ -29,9 +29,18 @@ caf::actor session_actor_for(broker_actor* self, const std::string& id) {
   if (st.sessions.size() >= max_sessions)
     throw protocol::runtime_error("too many sessions (--max-sessions " + std::to_string(max_sessions) +
                                   "): destroy sessions that are no longer needed, or raise the limit");
-  auto session = spawn_session(self->system(), id, links_for_sessions(self));
+  auto session = new_session(self, id);
   st.sessions.emplace(id, session);
   return session;
+}
+
+caf::actor new_session(broker_actor* self, const std::string& id, const storage::session_row* dormant) {
+  auto& spawn = self->state.links.spawn_session;
+  if (spawn)
+    return spawn(self->system(), id, links_for_sessions(self), dormant);
+  if (dormant)
+    return spawn_dormant_session(self->system(), *dormant, links_for_sessions(self));
+  return spawn_session(self->system(), id, links_for_sessions(self));
 }
 
 const caf::actor* known_session(broker_actor* self, const std::string& id) {

@@ -93,10 +93,6 @@ using broker_actor = caf::stateful_actor<broker_state, caf::io::broker>;
 constexpr size_t pre_token_line_bytes = 64u << 10;
 
 // -- broker_connections.cpp ----------------------------------------------------
-// Listens on `listen_fd` with connections that keep answering after the
-// client's EOF (a request line without its newline, then shutdown(SHUT_WR),
-// is answered like the seed answers it).
-caf::io::accept_handle listen_on_fd(broker_actor* self, int listen_fd);
 void on_new_connection(broker_actor* self, handle h);
 void on_data(broker_actor* self, const caf::io::new_data_msg& msg);
 void on_connection_closed(broker_actor* self, handle h);
@@ -200,6 +196,8 @@ session_links links_for_sessions(broker_actor* self);
 // The session actor for `id`, spawned (as a new session) if there is none;
 // throws protocol::wire_error when --max-sessions sessions exist already.
 caf::actor session_actor_for(broker_actor* self, const std::string& id);
+// A session actor for `id` (known from the log when `dormant`), made as broker_links says.
+caf::actor new_session(broker_actor* self, const std::string& id, const storage::session_row* dormant = nullptr);
 const caf::actor* known_session(broker_actor* self, const std::string& id);
 // The session actor for `id`; throws KeyError "unknown session: <id>".
 const caf::actor& existing_session(broker_actor* self, const std::string& id);

@@ -154,7 +154,7 @@ int serve(const daemon_settings& settings, int listen_fd, std::shared_ptr<storag
     links.readers.push_back(spawn_log_reader(sys, settings.db_path, finished));
   links.finished = finished;
   links.request_stop = request_stop;
-  auto broker = spawn_broker(sys, listen_fd, shared, links, dormant);
+  auto broker = spawn_broker(sys, listen_on(listen_fd), shared, links, dormant);
   auto death = std::make_shared<actor_death>();
   auto watching = sys.spawn(watchdog, broker, writer, death); // held: an actor nobody refers to is gone
   announce_ready();

@@ -1,7 +1,6 @@
 #include "actors/output_hub.hpp"
 
 #include "protocol/json_text.hpp"
-#include "protocol/wire_error.hpp"
 
 #include <unordered_set>
 #include <utility>

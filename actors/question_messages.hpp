@@ -93,7 +93,7 @@ typename Inspector::result_type inspect(Inspector& f, question_due& x) {
   return f(caf::meta::type_name("question_due"), x.id);
 }
 
-// Broker -> questions: a client's answer to an approval (approval.respond).
+// Broker -> questions: a client's answer to an approval (approval_respond).
 // Answered with an approval_outcome: whether it settled the question (an
 // answer to a question already settled, or to no approval, settles nothing).
 struct approval_answer {
@@ -118,7 +118,7 @@ typename Inspector::result_type inspect(Inspector& f, approval_outcome& x) {
 }
 
 // Broker -> questions: a client's answer to a clarify question
-// (clarify.respond); a clarify_outcome, or not_found for an id never asked.
+// (clarify_respond); a clarify_outcome, or not_found for an id never asked.
 struct clarify_answer {
   std::string clarify_id;
   std::string response;
@@ -139,7 +139,7 @@ typename Inspector::result_type inspect(Inspector& f, clarify_outcome& x) {
   return f(caf::meta::type_name("clarify_outcome"), x.clarify_id, x.resolved);
 }
 
-// Broker -> questions: a client's compression result (compression.respond),
+// Broker -> questions: a client's compression result (compression_respond),
 // `reply` as the agent takes it; a compression_outcome once handed over, or
 // failed when no such request waits.
 struct compression_answer {

@@ -26,6 +26,8 @@
 #include "storage/log_writer.hpp"
 #include "tests/unit/temp_dir.hpp"
 
+#include <caf/io/all.hpp>
+#include <caf/io/network/test_multiplexer.hpp>
 #include <caf/test/dsl.hpp>
 
 #include <chrono>
@@ -46,6 +48,9 @@ struct actor_test_config : caf::actor_system_config {
     actors::add_session_message_types(*this);
     actors::add_log_message_types(*this);
     actors::add_broker_message_types(*this);
+    // The broker runs on CAF's test multiplexer: connections, bytes in and
+    // bytes out are the test's to make and read (broker_fixture.hpp).
+    load<caf::io::middleman>();
     // actors/blocking_call.hpp: on the coordinator's thread, deterministically.
     opt_group{custom_options_, "hb"}.add<bool>("scheduled-blocking-calls", "blocking calls scheduled");
     set(actors::scheduled_calls_option, true);
@@ -60,8 +65,14 @@ public:
   ~actor_fixture() override { stop_all(); }
 
   // Delivers every queued message, and those they cause, until none is
-  // left. Timers stay pending.
-  size_t deliver() { return sched.run(); }
+  // left; the broker's messages and the bytes clients sent included. Timers
+  // stay pending.
+  size_t deliver() {
+    size_t n = 0;
+    while (sched.try_run_once() || mpx.try_exec_runnable() || mpx.read_data())
+      ++n;
+    return n;
+  }
 
   // Lets `span` pass on the coordinator's clock (the timers due by then
   // fire) and delivers what follows.
@@ -133,6 +144,9 @@ protected:
       caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     deliver();
   }
+
+  caf::io::network::test_multiplexer& mpx =
+    dynamic_cast<caf::io::network::test_multiplexer&>(sys.middleman().backend());
 
 private:
   std::vector<caf::actor> spawned_;
