@@ -9,6 +9,9 @@ include(GNUInstallDirs)
 
 install(TARGETS hermes-bridge RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(FILES README.md DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/hermes-bridge)
+# The manual's pages beside it, where the README's links (docs/...) find them.
+file(GLOB HB_DOC_PAGES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/docs/*.md)
+install(FILES ${HB_DOC_PAGES} DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/hermes-bridge/docs)
 install(FILES docs/hermes-bridge.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 
 # The service's ExecStart names the installed binary. The prefix is only known

@@ -89,7 +89,7 @@ class DebianPackage(unittest.TestCase):
         usr = self.root / "usr"
         self.assertTrue(os.access(self.binary, os.X_OK))
         for path in ("lib/systemd/user/hermes-bridge.socket", "share/doc/hermes-bridge/README.md",
-                     "share/man/man1/hermes-bridge.1"):
+                     "share/doc/hermes-bridge/docs/configuration.md", "share/man/man1/hermes-bridge.1"):
             self.assertTrue((usr / path).is_file(), path)
         service = (usr / "lib/systemd/user/hermes-bridge.service").read_text()
         self.assertIn("\nExecStart=/usr/bin/hermes-bridge serve ", service)
@@ -151,7 +151,8 @@ class CmakeInstall(unittest.TestCase):
         service = (prefix / "lib/systemd/user/hermes-bridge.service").read_text()
         self.assertIn(f"\nExecStart={prefix}/bin/hermes-bridge serve ", service)
         for path in ("bin/hermes-bridge", "lib/systemd/user/hermes-bridge.socket",
-                     "share/doc/hermes-bridge/README.md", "share/man/man1/hermes-bridge.1"):
+                     "share/doc/hermes-bridge/README.md", "share/doc/hermes-bridge/docs/configuration.md",
+                     "share/man/man1/hermes-bridge.1"):
             self.assertTrue((prefix / path).is_file(), path)
 
 
