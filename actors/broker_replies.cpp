@@ -1,6 +1,7 @@
 #include "actors/broker_replies.hpp"
 
 #include "protocol/json_text.hpp"
+#include "protocol/json_update.hpp"
 
 namespace hb::actors {
 
@@ -129,12 +130,9 @@ std::string encode(const destroyed_count_reply& r) {
 }
 
 std::string encode(const profile_op_reply& r) {
-  protocol::json result = protocol::json::parse(r.result, nullptr, false);
   protocol::json out;
   out["ok"] = true;
-  if (result.is_object())
-    for (auto it = result.begin(); it != result.end(); ++it)
-      out[it.key()] = it.value();
+  protocol::update_from_text(out, r.result);
   return protocol::dumps(out);
 }
 

@@ -8,6 +8,7 @@
 #include "actors/log_actors.hpp"
 #include "actors/question_table.hpp"
 #include "protocol/json_text.hpp"
+#include "protocol/json_update.hpp"
 
 #include <caf/all.hpp>
 
@@ -35,10 +36,7 @@ json question_event(const char* name, const char* id_key, const std::string& id,
   json event;
   event["event"] = name;
   event[id_key] = id;
-  auto request = json::parse(request_json, nullptr, false);
-  if (request.is_object())
-    for (auto it = request.begin(); it != request.end(); ++it)
-      event[it.key()] = it.value();
+  protocol::update_from_text(event, request_json);
   return event;
 }
 

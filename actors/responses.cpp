@@ -1,6 +1,7 @@
 #include "actors/responses.hpp"
 
 #include "protocol/json_text.hpp"
+#include "protocol/json_update.hpp"
 
 #include <algorithm>
 
@@ -174,10 +175,7 @@ std::string encode(const estimate_reply& r) {
   out["profile"] = r.profile;
   out["model"] = r.model;
   out["provider"] = r.provider.empty() ? protocol::json() : protocol::json(r.provider);
-  auto estimate = protocol::json::parse(r.estimate, nullptr, false);
-  if (estimate.is_object())
-    for (auto it = estimate.begin(); it != estimate.end(); ++it)
-      out[it.key()] = it.value();
+  protocol::update_from_text(out, r.estimate);
   return protocol::dumps(out);
 }
 

@@ -3,6 +3,7 @@
 #include "bridge/profile_dirs.hpp"
 #include "bridge/python/embedded_agent.hpp"
 #include "bridge/worker/worker_pool.hpp"
+#include "protocol/json_update.hpp"
 
 namespace hb::bridge {
 
@@ -33,8 +34,7 @@ protocol::json agent_summary() {
   const auto& h = the_host();
   protocol::json out;
   out["host"] = h.pool ? "worker" : "embedded";
-  for (auto it = h.agent.begin(); it != h.agent.end(); ++it)
-    out[it.key()] = it.value();
+  protocol::update_from(out, h.agent);
   return out;
 }
 
@@ -102,11 +102,8 @@ std::string agents_json() {
 
 std::string agent_status_json(const agent_host* agent) {
   protocol::json out = agent_summary();
-  if (agent) {
-    protocol::json members = agent->host_members();
-    for (auto it = members.begin(); it != members.end(); ++it)
-      out[it.key()] = it.value();
-  }
+  if (agent)
+    protocol::update_from(out, agent->host_members());
   out["loaded"] = agent != nullptr;
   return protocol::dumps(out);
 }
