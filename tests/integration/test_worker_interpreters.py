@@ -113,6 +113,30 @@ class InterpreterChoice(unittest.TestCase):
             self.assertEqual((agent["candidates"][-1]["source"], agent["candidates"][-1]["ok"]),
                              ("current directory", None))
 
+    def test_uv_is_run_offline_without_syncing_and_its_python_runs_the_agent(self):
+        fake = fake_pythons(self.tmp)  # the PATH's pythons cannot import the agent
+        log = self.tmp / "uv.log"
+        uv = self.tmp / "uv"
+        # A stand-in uv: records how it was called (up to the program it is
+        # to run; the probe's script spans lines), then runs what follows
+        # `python` with the system's interpreter (as `uv run ... python` would
+        # with the project's environment), installing nothing.
+        uv.write_text(f'#!/bin/sh\necho "$1 $2 $3 $4 $6" >> "{log}"\n'
+                      'while [ "$#" -gt 0 ] && [ "$1" != python ]; do shift; done\n'
+                      'shift\nexec /usr/bin/python3 "$@"\n')
+        uv.chmod(0o755)
+        with Bridge(args=WORKER, env=env_with_path(f"{fake}:/bin", HERMES_AGENT_BRIDGE_UV=str(uv))) as b:
+            done = b.chat("s", "hello", wait=True)
+            self.assertEqual((done["status"], done["output"]), ("complete", "echo: hello"), done)
+            agent = b.request({"action": "health"})["agent"]
+            taken = next(c for c in agent["candidates"] if c["ok"])
+            self.assertTrue(taken["python"].startswith(f"{uv} run --offline --no-sync --project "), taken)
+            self.assertEqual(agent["python_command"], taken["python"])
+        calls = log.read_text().splitlines()
+        self.assertTrue(calls, "uv was never run")
+        for call in calls:
+            self.assertEqual(call, "run --offline --no-sync --project python", call)
+
 
 if __name__ == "__main__":
     unittest.main()
