@@ -12,7 +12,7 @@
 namespace hb::app {
 
 struct worker_flags {
-  std::string per_profile = "1"; // or "auto" (opt-in: see docs/workers.md)
+  std::string per_profile = "auto"; // or a fixed count (docs/workers.md)
   double idle_timeout_s = 300;
   double max_rss_mb = 0;
   size_t max_workers = 16;

@@ -17,6 +17,7 @@ using clock = std::chrono::steady_clock;
 constexpr std::chrono::seconds short_life{30};
 constexpr double max_backoff_s = 30;
 constexpr std::chrono::seconds create_deadline{300}; // AIAgent construction; `uv run` may build a venv first
+constexpr std::chrono::seconds prestart_warm_deadline{300};
 } // namespace
 
 worker_pool::worker_pool(pool_options options) : options_(std::move(options)) {
@@ -78,6 +79,12 @@ std::shared_ptr<worker_process> worker_pool::running(slot& s) {
                                   " s");
   }
   std::shared_ptr<worker_process> make_room;
+  if (auto spare = spare_on_its_way(s)) {
+    // At the cap with a spare still starting: it gives way once it is up
+    // (its start ends within the ready deadline), rather than this start
+    // being refused for a worker nobody needs.
+    std::lock_guard<std::mutex> wait(spare->start_mu);
+  }
   {
     // A cap on processes in all: every distinct profile would otherwise
     // start one more (an interpreter and an agent's memory each). A spare
@@ -221,7 +228,13 @@ void worker_pool::prestart(const std::string& profile) {
   auto self = shared_from_this();
   std::thread([self, profile] {
     try {
-      self->running(*self->pick(profile));
+      auto first = self->running(*self->pick(profile));
+      // Automatic: the spare the first turn would start, started now, once
+      // the first worker's imports are done (never two imports competing for
+      // the cores at start-up): a second chat while the first one's turn runs
+      // finds a warm worker of its own.
+      if (self->options_.per_profile == 0 && first->wait_until_warm(prestart_warm_deadline))
+        self->turn_starting(profile, first.get());
     } catch (const std::exception&) {
       // The first chat that needs it tries again and reports why.
     }

@@ -7,7 +7,8 @@
 // its profile no warm worker without a turn, a spare is started in the
 // background (up to `auto_cap` per profile and `max_workers` in all), so
 // that the next session finds one ready instead of waiting seconds for the
-// agent's imports. A slot whose process died starts a new one on the next
+// agent's imports; a profile's first worker (prestart) is followed by such a
+// spare as soon as it is warm. A slot whose process died starts a new one on the next
 // session that needs it, later and later if it keeps dying. This is the
 // supervision the design asks of a "worker supervisor": the process's
 // reading thread (worker_process) notices the death and settles its runs;
@@ -60,7 +61,8 @@ public:
   // there is an idle timeout or a memory limit), for as long as the pool lives.
   void start_housekeeping();
   // Starts a worker for `profile` in the background, so that the first chat
-  // does not wait for the interpreter (and the agent's imports) to start.
+  // does not wait for the interpreter (and the agent's imports) to start;
+  // automatic, a spare after it once it is warm.
   void prestart(const std::string& profile);
   // A turn is about to run in `busy` (automatic count): starts a spare for
   // its profile in the background when no other warm worker is free.
@@ -83,6 +85,8 @@ private:
   std::shared_ptr<slot> empty_slot(std::vector<std::shared_ptr<slot>>& slots, const std::string& profile);
   size_t live_workers() const; // under mu_: processes alive or being started
   std::shared_ptr<worker_process> take_spare_for_room(); // under mu_
+  // At the cap: a slot other than `needing` starting a spare, to wait for.
+  std::shared_ptr<slot> spare_on_its_way(const slot& needing);
   std::shared_ptr<worker_process> running(slot& s);
   void forget(const std::string& session_id, const worker_process* proc, slot& s);
   friend class worker_session;

@@ -71,6 +71,17 @@ std::shared_ptr<worker_process> worker_pool::take_spare_for_room() {
   return nullptr;
 }
 
+std::shared_ptr<worker_pool::slot> worker_pool::spare_on_its_way(const slot& needing) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (options_.per_profile > 0 || options_.max_workers == 0 || live_workers() < options_.max_workers)
+    return nullptr;
+  for (auto& [_, slots] : slots_)
+    for (auto& s : slots)
+      if (s.get() != &needing && s->starting && s->sessions == 0 && slots.size() > 1)
+        return s;
+  return nullptr;
+}
+
 void worker_pool::turn_starting(const std::string& profile, const worker_process* busy) {
   if (options_.per_profile > 0 || !options_.unavailable.empty())
     return;

@@ -210,6 +210,11 @@ turn_outcome worker_process::run_turn(uint64_t handle, const std::shared_ptr<tur
   return std::move(*turn->outcome);
 }
 
+bool worker_process::wait_until_warm(std::chrono::milliseconds deadline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return cv_.wait_for(lock, deadline, [&] { return warm_.load() || !alive_.load(); }) && warm_.load();
+}
+
 bool worker_process::retire_if_idle() {
   std::lock_guard<std::mutex> lock(mu_);
   if (!turns_.empty() || !alive_)
@@ -335,7 +340,9 @@ void worker_process::handle(from_worker frame) {
         call->r = std::move(f);
         cv_.notify_all();
       } else if constexpr (std::is_same_v<T, worker::warm>) {
+        std::lock_guard<std::mutex> lock(mu_);
         warm_ = true;
+        cv_.notify_all();
       } else if constexpr (std::is_same_v<T, batch>) {
         // One frame for what piled up while the worker's writer was busy:
         // each handled as if it had come alone, in its order.

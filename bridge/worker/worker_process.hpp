@@ -55,6 +55,8 @@ public:
   // The agent's imports are done (its `warm` frame): a session placed here
   // waits for nothing but its own AIAgent.
   bool warm() const { return warm_.load(); }
+  // Waits until it is warm; false if it died first or `deadline` passed.
+  bool wait_until_warm(std::chrono::milliseconds deadline);
   // Alive and not being retired: new turns may go to it.
   bool accepting() const { return alive_.load() && !stopping_.load(); }
   // Marks it as being retired if no turn runs in it (atomically with

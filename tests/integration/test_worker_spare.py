@@ -1,7 +1,8 @@
-"""The worker host's automatic worker count (--workers-per-profile auto,
-opt-in): sessions only ever go to a worker that has imported the agent, a
-spare is warmed in the background while the warm ones are busy, and the
-caps hold. A fixed count still means that many workers."""
+"""The worker host's automatic worker count (--workers-per-profile auto, the
+default): sessions only ever go to a worker that has imported the agent, a
+spare is warmed in the background as soon as the first worker is warm and
+again whenever the warm ones are busy, and the caps hold. A fixed count
+still means that many workers."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import unittest
 from harness import Bridge
 
 HOST = ["--agent-host", "worker"]
-WORKER = HOST + ["--workers-per-profile", "auto"]  # opt-in; the default is 1
+WORKER = HOST + ["--workers-per-profile", "auto"]  # the default, said out loud
 # The real agent imports for seconds; so does the fake one here.
 SLOW_IMPORT = {"FAKE_AGENT_IMPORT_DELAY_MS": "5000"}
 
@@ -42,27 +43,44 @@ def hosted_by(b: Bridge, session: str) -> tuple[str, int]:
 
 @unittest.skipIf(len(os.sched_getaffinity(0)) < 2, "one core: the automatic count is one worker, no spare")
 class AutomaticWorkers(unittest.TestCase):
-    def test_a_spare_is_warm_before_a_second_concurrent_session_needs_it(self):
-        with Bridge(args=WORKER) as b:
-            first = wait_until(lambda: warm_pids(b))
-            self.assertEqual(len(first), 1, workers(b))
+    def test_a_spare_is_warm_before_the_first_chat_and_a_second_concurrent_session_takes_it(self):
+        with Bridge() as b:  # the default flags
+            both = wait_until(lambda: len(warm_pids(b)) == 2 and warm_pids(b))
+            self.assertEqual(len(both), 2, workers(b))
             a = b.chat("a", "script:sleep 60000;say a")["run_id"]  # busy: its worker has a live turn
-            spare = wait_until(lambda: warm_pids(b) - first)
-            self.assertEqual(len(spare), 1, workers(b))
-            # The second session goes to the spare, which was warm before it came.
-            self.assertEqual(b.chat("b", "script:pid", wait=True)["output"], f"pid={spare.pop()} ")
-            self.assertEqual(hosted_by(b, "b")[0], "default#1")
-            self.assertEqual(hosted_by(b, "a"), ("default", first.pop()))
-            b.request({"action": "interrupt", "session_id": "a"})
-            b.wait_done(a)
+            a_pid = hosted_by(b, "a")[1]
+            # The second session goes to the other one, warm before either came.
+            (spare,) = both - {a_pid}
+            self.assertEqual(b.chat("b", "script:pid", wait=True)["output"], f"pid={spare} ")
+            # Both busy at once: the cap (two cores here, or fewer) starts no third.
+            b2 = b.chat("b", "script:sleep 60000;say b")["run_id"]
+            time.sleep(0.5)
+            if len(os.sched_getaffinity(0)) == 2:
+                self.assertEqual(len(workers(b)), 2, workers(b))
+            for s, run in (("a", a), ("b", b2)):
+                b.request({"action": "interrupt", "session_id": s})
+                b.wait_done(run)
             for w in workers(b):
                 self.assertGreater(w["rss_mb"], 1, w)  # health says what each one costs
+
+    def test_a_spare_is_warmed_again_when_every_warm_worker_is_busy(self):
+        with Bridge(args=WORKER + ["--worker-idle-timeout", "1"]) as b:
+            wait_until(lambda: len(warm_pids(b)) == 2)
+            # Neither has a session: both retire when idle, as any idle worker.
+            self.assertTrue(wait_until(lambda: not [w for w in workers(b) if w["alive"]], timeout=60), workers(b))
+            a = b.chat("a", "script:sleep 60000;say a")["run_id"]  # starts one, and waits for it
+            kept = hosted_by(b, "a")[1]
+            spare = wait_until(lambda: warm_pids(b) - {kept})
+            self.assertEqual(len(spare), 1, workers(b))
+            self.assertEqual(b.chat("b", "script:pid", wait=True)["output"], f"pid={spare.pop()} ")
+            b.request({"action": "interrupt", "session_id": "a"})
+            b.wait_done(a)
 
     def test_a_session_started_while_a_worker_is_still_importing_is_placed_on_a_ready_one(self):
         with Bridge(args=WORKER, env=SLOW_IMPORT) as b:
             (ready,) = wait_until(lambda: warm_pids(b), timeout=60)
             a = b.chat("a", "script:sleep 60000;say a")["run_id"]
-            # A's turn makes the warm worker busy: a spare starts, and imports for seconds.
+            # The spare started once the first was warm, and imports for seconds.
             wait_until(lambda: len([w for w in workers(b) if w["alive"]]) == 2)
             out = b.chat("b", "script:pid", wait=True)  # placed now, while the spare imports
             if not [w for w in workers(b) if w["alive"] and not w["warm"]]:
@@ -76,14 +94,13 @@ class AutomaticWorkers(unittest.TestCase):
         with Bridge(args=WORKER + ["--max-workers", "2"]) as b:
             (b.home / "profiles" / "other").mkdir(parents=True)
             (b.home / "profiles" / "other" / "config.yaml").write_text((b.home / "config.yaml").read_text())
-            first = wait_until(lambda: warm_pids(b))
+            wait_until(lambda: len(warm_pids(b)) == 2)
             a = b.chat("a", "script:sleep 60000;say a")["run_id"]
-            wait_until(lambda: warm_pids(b) - first)
             # Two workers in all: the other profile's first session takes the spare's place.
             self.assertEqual(b.chat("o", "script:pid", wait=True, profile="other")["status"], "complete")
             alive = [w for w in b.request({"action": "health"})["agent"]["workers"] if w["alive"]]
             self.assertEqual(sorted(w["profile"] for w in alive), ["default", "other"], alive)
-            self.assertEqual({w["pid"] for w in alive if w["profile"] == "default"}, first)
+            self.assertEqual({w["pid"] for w in alive if w["profile"] == "default"}, {hosted_by(b, "a")[1]})
             b.request({"action": "interrupt", "session_id": "a"})
             b.wait_done(a)
 
