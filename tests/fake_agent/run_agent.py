@@ -98,6 +98,11 @@ class AIAgent:
         self._cached_system_prompt = "You are a fake Hermes agent." + (
             "\n" + ephemeral_system_prompt if ephemeral_system_prompt else "")
 
+        # As the real construction does: the tool definitions, whose first
+        # fetch in a process pays for the availability checks.
+        import model_tools
+        self.tools = model_tools.get_tool_definitions(enabled_toolsets=enabled_toolsets,
+                                                      disabled_toolsets=disabled_toolsets, quiet_mode=quiet_mode)
         eventlog.log("init", kwargs=self._passed_kwargs, model=model, provider=provider,
                      session_id=self.session_id, HERMES_HOME=os.environ.get("HERMES_HOME"),
                      pid=os.getpid())
@@ -161,6 +166,8 @@ class AIAgent:
         lease = self._acquire_turn_lease(conversation_history)
         if isinstance(lease, dict):
             return lease  # the wait for another process's lease ended the turn
+        from tools.env_probe import get_environment_probe_line
+        get_environment_probe_line()  # the real one's system prompt holds it: built on a process's first turn
         if lease is not None:
             conversation_history = lease[1]
         turn = Turn(self, user_message, system_message, conversation_history, stream_callback,

@@ -112,19 +112,21 @@ class Batching(unittest.TestCase):
 class WorkerProcess(unittest.TestCase):
     """worker_main.py as the daemon starts it: fd 3 is its end of the pair."""
 
-    EXTRA_ENV = {"test_a_flood_of_requests_runs_on_a_bounded_number_of_threads": {"FAKE_AGENT_INIT_DELAY_MS": "400"}}
+    EXTRA_ENV = {"test_a_flood_of_requests_runs_on_a_bounded_number_of_threads": {"FAKE_AGENT_INIT_DELAY_MS": "400"},
+                 "test_warm_means_a_first_agents_one_time_costs_are_paid": {"FAKE_AGENT_LOG": "{tmp}/events.jsonl"}}
 
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
         home = Path(self.tmp.name) / "home"
         home.mkdir()
-        (home / "config.yaml").write_text(json.dumps({"model": {"default": "m", "provider": "fake"}}))
+        (home / "config.yaml").write_text(json.dumps({"model": {"default": "m", "provider": "fake"},
+                                                      "platform_toolsets": {"cli": ["web", "terminal"]}}))
         ours, theirs = socket.socketpair()
         self.sock = ours
         self.inbox = ours.makefile("rb")
         env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
         env.pop("FAKE_AGENT_LOG", None)
-        env.update(self.EXTRA_ENV.get(self._testMethodName, {}))
+        env.update({k: v.format(tmp=self.tmp.name) for k, v in self.EXTRA_ENV.get(self._testMethodName, {}).items()})
         self.proc = subprocess.Popen(
             [sys.executable, "-B", str(REPO / "bridge" / "python" / "worker_main.py"), "--fd", str(theirs.fileno()),
              "--agent-root", str(REPO / "tests" / "fake_agent"), "--hermes-home", str(home), "--profile", "default"],
@@ -188,6 +190,27 @@ class WorkerProcess(unittest.TestCase):
         self.assertEqual(text, "hi therechoice=once ")
         self.assertEqual(end["status"], "complete")
         self.assertEqual(end["message_count"], len(json.loads(end["history"])))
+
+    def test_warm_means_a_first_agents_one_time_costs_are_paid(self):
+        log = Path(self.tmp.name, "events.jsonl")
+        self.assertEqual(self.read()["t"], "ready")
+        self.assertEqual(frames.read(self.inbox), {"t": "warm"})
+        warm_up = [json.loads(line) for line in log.read_text().splitlines()]
+        # Before any session: the tool checks for the profile's toolsets, and the environment probe.
+        self.assertEqual([(e["op"], e.get("first")) for e in warm_up], [("tool_checks", True), ("env_probe", None)])
+        self.assertEqual(warm_up[0]["pid"], self.proc.pid)
+        self.assertEqual(sorted(warm_up[0]["enabled_toolsets"]), ["terminal", "web"])
+        self.send("create_session", req=1, handle=1, session_id="s", profile="default", model="", provider="")
+        self.assertTrue(self.read()["ok"])
+        self.send("start_turn", turn=1, handle=1, request=json.dumps({"message": "script:say hi"}))
+        self.until("turn_end")
+        events = [json.loads(line) for line in log.read_text().splitlines()][len(warm_up):]
+        checks = [e for e in events if e["op"] == "tool_checks"]
+        init = next(e for e in events if e["op"] == "init")
+        # The session's agent found them paid: the same toolsets, not its process's first check, no second probe.
+        self.assertEqual([(c["first"], c["enabled_toolsets"]) for c in checks], [(False, warm_up[0]["enabled_toolsets"])])
+        self.assertEqual(init["kwargs"].count("enabled_toolsets"), 1)
+        self.assertNotIn("env_probe", [e["op"] for e in events])
 
     def test_a_fast_stream_arrives_whole_and_in_order_however_it_is_batched(self):
         self.read()
