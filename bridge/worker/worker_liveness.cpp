@@ -1,9 +1,11 @@
 // Whether a worker is still there, and how it ended. A worker that stops
 // answering (a deadlock, a C call holding the GIL, SIGSTOP) sends nothing
 // and dies of nothing; only asking notices it. A thread per worker sends a
-// heartbeat every `heartbeat` and sleeps in between (the idle daemon stays
-// quiet); any frame read from the worker counts as an answer. Silent past a
-// beat and a half, it shows as unresponsive in health; silent for
+// heartbeat every `heartbeat` while the worker has a turn or a call on its
+// way, every two beats while it has none, and sleeps in between (the idle
+// daemon and its idle workers stay quiet: each beat wakes both); any frame
+// read from the worker counts as an answer. Silent past a beat and a half
+// (of the current pace), it shows as unresponsive in health; silent for
 // `unresponsive_after`, it is killed, and its death settles its runs and
 // sessions as any death does (worker_process::died).
 #include "bridge/worker/worker_events.hpp"
@@ -109,7 +111,8 @@ void worker_process::watch() {
   auto silent_for = [&] { return std::chrono::nanoseconds(now_ns() - last_heard_ns_.load()); };
   std::unique_lock<std::mutex> lock(mu_);
   while (alive_) {
-    watch_cv_.wait_for(lock, heartbeat_, [&] { return !alive_.load(); });
+    auto pace = turns_.empty() && calls_.empty() ? 2 * heartbeat_ : heartbeat_;
+    watch_cv_.wait_for(lock, pace, [&] { return !alive_.load(); });
     if (!alive_)
       return;
     lock.unlock();
@@ -119,7 +122,7 @@ void worker_process::watch() {
     if (silent >= unresponsive_after_) {
       kill_unresponsive("unresponsive for " + seconds_text(unresponsive_after_));
     } else {
-      if (silent > heartbeat_ + heartbeat_ / 2)
+      if (silent > pace + pace / 2)
         unresponsive_ = true;
       try_post(heartbeat{++beat});
     }

@@ -18,6 +18,7 @@ std::string worker_pool::health_json() const {
     size_t sessions;
     int64_t starts, retired, crashes;
     std::string last_death;
+    bool starting;
   };
   std::vector<seen> all;
   {
@@ -25,7 +26,7 @@ std::string worker_pool::health_json() const {
     for (const auto& [profile, slots] : slots_)
       for (const auto& s : slots)
         all.push_back({profile, s->index, s->proc, s->sessions, s->restarts, s->recycled, s->crashes,
-                       s->last_death});
+                       s->last_death, s->starting});
   }
   std::string workers = "[";
   for (const auto& s : all) {
@@ -34,6 +35,7 @@ std::string worker_pool::health_json() const {
     bool alive = s.proc && s.proc->alive();
     w.boolean("alive", alive).boolean("unresponsive", alive && s.proc->unresponsive());
     w.boolean("warm", alive && s.proc->warm()); // the agent imported: new sessions may go to it
+    w.boolean("starting", s.starting && !alive); // a process on its way (not yet up)
     if (s.proc) {
       w.integer("pid", s.proc->pid())
         .str("python", s.proc->info().python)

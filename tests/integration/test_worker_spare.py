@@ -118,6 +118,11 @@ class AutomaticWorkers(unittest.TestCase):
 class FixedWorkers(unittest.TestCase):
     def test_a_fixed_count_gives_that_many_workers_and_no_spare(self):
         with Bridge(args=HOST + ["--workers-per-profile", "3"]) as b:
+            wait_until(lambda: warm_pids(b))
+            time.sleep(0.3)
+            # Started on demand: the prestarted one is up, the other slots are neither up nor on their way.
+            self.assertEqual(sorted((w["slot"], w["alive"], w["starting"]) for w in workers(b)),
+                             [(0, True, False), (1, False, False), (2, False, False)])
             runs = [b.chat(s, "script:sleep 60000")["run_id"] for s in ("one", "two", "three")]
             pids = {hosted_by(b, s)[1] for s in ("one", "two", "three")}
             self.assertEqual(len(pids), 3)
