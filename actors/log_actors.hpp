@@ -47,7 +47,7 @@ void wake_checkpointer();
 // run without a queue (closed, or never a live one) gets a message of its
 // own, which the writer refuses for a closed run as before.
 void send_run_output(const caf::actor& writer, const std::string& run_id, run_output* queue, bool is_event,
-                     std::string text, double at);
+                     std::string text, double at, uint64_t seq = 0);
 
 // Appends are applied as they arrive and committed once the mailbox runs dry
 // or the batch is large, so one streaming run commits every delta at once

@@ -16,6 +16,7 @@
 
 #include <caf/all.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 #include <unordered_map>
@@ -45,6 +46,9 @@ struct writer_state {
   caf::actor listener;
   std::unordered_map<std::string, std::string> touched;
   std::unordered_map<std::string, std::string> session_of_run;
+  // Numbered output (a worker's frames) in the pending batch: per run, its
+  // queue and the highest number applied, told to the queue once committed.
+  std::unordered_map<std::string, std::pair<std::shared_ptr<run_output>, uint64_t>> numbered;
   static inline const char* name = "log_writer";
 };
 
@@ -67,12 +71,16 @@ void publish(writer_actor* self) {
   st.touched.clear();
 }
 
-// Everything waiting for a commit is written: its callers go on.
+// Everything waiting for a commit is written: its callers go on, and the
+// hosts of numbered output may let go of it.
 void confirm_written(writer_actor* self) {
   auto& st = self->state;
   for (auto& c : st.after_commit)
     c.promise.deliver(true);
   st.after_commit.clear();
+  for (auto& [_, queue_and_seq] : st.numbered)
+    queue_and_seq.first->committed(queue_and_seq.second);
+  st.numbered.clear();
   publish(self);
 }
 
@@ -173,15 +181,26 @@ log_batches::applied apply_event(writer_actor* self, const std::string& run_id, 
   return apply(self, log_operations::append_event(run_id, std::move(body), at), bytes, &run_id);
 }
 
-void write_queued(writer_actor* self, const std::string& run_id, std::vector<run_output::item> items) {
+void write_queued(writer_actor* self, const std::string& run_id, const std::shared_ptr<run_output>& queue,
+                  std::vector<run_output::item> items) {
   if (items.empty())
     return;
   touch(self, run_id);
+  uint64_t last_seq = 0;
   for (auto& item : items) {
     auto size = static_cast<int64_t>(item.text.size());
+    last_seq = std::max(last_seq, item.seq);
     auto outcome = item.is_event ? apply_event(self, run_id, std::move(item.text), item.at)
                                  : apply_delta(self, run_id, std::move(item.text), item.at);
     self->state.batches->count_output(outcome, size);
+  }
+  if (last_seq > 0) {
+    // Applied, held for a retry or refused alike: a commit (or the retry's)
+    // settles them, and a refused item is one the log will never hold, so
+    // its host has nothing to hand over again either.
+    auto& entry = self->state.numbered[run_id];
+    entry.first = queue;
+    entry.second = std::max(entry.second, last_seq);
   }
 }
 
@@ -189,7 +208,7 @@ caf::result<bool> end_run(writer_actor* self, run_end& end) {
   auto& st = self->state;
   const std::string& run_id = end.run_id;
   if (auto queue = find_run_output(run_id)) {
-    write_queued(self, run_id, queue->close()); // whatever its last message did not take
+    write_queued(self, run_id, queue, queue->close()); // whatever its last message did not take
     forget_run_output(run_id);
   }
   touch(self, run_id);
@@ -286,7 +305,7 @@ caf::behavior log_writer_actor(writer_actor* self, std::shared_ptr<storage::log_
     },
     [=](const run_output_queued& queued) {
       if (auto queue = find_run_output(queued.run_id))
-        write_queued(self, queued.run_id, queue->take());
+        write_queued(self, queued.run_id, queue, queue->take());
     },
     [=](run_end& end) { return end_run(self, end); },
     [=](session_put& put) {

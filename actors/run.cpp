@@ -41,11 +41,22 @@ public:
       send_run_output(writer_, run_id_, output_.get(), false, std::move(text), now_seconds());
   }
 
-  void event(std::string json) override {
+  void event(std::string json) override { numbered_event(std::move(json), 0); }
+
+  void numbered_delta(std::string text, uint64_t seq) override {
+    if (!closed_.load(std::memory_order_relaxed))
+      send_run_output(writer_, run_id_, output_.get(), false, std::move(text), now_seconds(), seq);
+  }
+
+  void numbered_event(std::string json, uint64_t seq) override {
     if (!closed_.load(std::memory_order_relaxed))
       send_run_output(writer_, run_id_, output_.get(), true, protocol::checked_event_json(std::move(json)),
-                      now_seconds());
+                      now_seconds(), seq);
   }
+
+  void on_committed(std::function<void(uint64_t)> told) override { output_->on_committed(std::move(told)); }
+  // The run's end is committed: everything its host numbered up to `last` is in the log.
+  void ended_in_log(uint64_t last) { output_->committed(last); }
 
   bool backlogged() const override { return writer_backlogged(); }
   void wait_for_room() override {
@@ -108,19 +119,22 @@ private:
 // The end of every run: the session learns the turn is over, open questions
 // are settled and logged, then the terminal status is committed last.
 // The outcome's texts are moved into the messages, never copied.
-void finish(caf::blocking_actor* self, const run_spec& spec, bridge::turn_outcome out) {
+// True once the run's end is committed.
+bool finish(caf::blocking_actor* self, const run_spec& spec, bridge::turn_outcome out) {
   bool has_history = out.history.has_value();
   self->send(spec.session, run_closing{spec.run_id, has_history, std::move(out.history).value_or(std::string()),
                                        out.message_count});
   self->request(spec.broker, caf::infinite, run_questions_end{spec.run_id})
     .receive([](bool) {}, [](caf::error&) {});
   bool has_error = out.error.has_value();
+  bool in_log = false;
   self
     ->request(spec.writer, caf::infinite,
               run_end{spec.run_id, out.status, protocol::checked_json_value(std::move(out.result)), has_error,
                       std::move(out.error).value_or(std::string()), now_seconds()})
-    .receive([](bool) {}, [](caf::error&) {});
+    .receive([&](bool) { in_log = true; }, [](caf::error&) {});
   self->send(spec.session, run_finished{spec.run_id});
+  return in_log;
 }
 
 void run_actor(caf::blocking_actor* self, std::shared_ptr<run_spec> holder) {
@@ -139,7 +153,9 @@ void run_actor(caf::blocking_actor* self, std::shared_ptr<run_spec> holder) {
   self->send(spec.session, run_armed{spec.run_id});
   auto outcome = spec.agent->run_turn(sink, spec.request);
   sink->close();
-  finish(self, spec, std::move(outcome));
+  uint64_t last_seq = outcome.last_seq;
+  if (finish(self, spec, std::move(outcome)))
+    sink->ended_in_log(last_seq);
   spec.agent.reset();
 }
 

@@ -7,12 +7,27 @@
 
 namespace hb::actors {
 
-run_output::pushed run_output::push(bool is_event, std::string text, double at) {
+run_output::pushed run_output::push(bool is_event, std::string text, double at, uint64_t seq) {
   std::lock_guard<std::mutex> lock(mu_);
   if (closed_)
     return pushed::refused;
-  items_.push_back(item{is_event, std::move(text), at});
+  items_.push_back(item{is_event, std::move(text), at, seq});
   return items_.size() == 1 ? pushed::first : pushed::more;
+}
+
+void run_output::on_committed(std::function<void(uint64_t)> told) {
+  std::lock_guard<std::mutex> lock(mu_);
+  told_ = std::move(told);
+}
+
+void run_output::committed(uint64_t seq) {
+  std::function<void(uint64_t)> told;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    told = told_;
+  }
+  if (told && seq > 0)
+    told(seq);
 }
 
 std::vector<run_output::item> run_output::take() {

@@ -29,21 +29,29 @@ public:
     bool is_event; // else a delta
     std::string text;
     double at;
+    uint64_t seq = 0; // its host's number for it (a worker frame's), 0 for none
   };
   enum class pushed { first, more, refused };
 
   // `first`: the queue was empty, so the writer must be told; `refused`:
   // the run is closed in the log, the item is dropped (a thread the turn
   // left behind).
-  pushed push(bool is_event, std::string text, double at);
+  pushed push(bool is_event, std::string text, double at, uint64_t seq = 0);
   std::vector<item> take();
   // Takes what is left and refuses everything after.
   std::vector<item> close();
+
+  // Who is told, once a commit holds them, the highest `seq` of this run's
+  // items (and, at its end, its host's last number): a worker, which then
+  // lets go of those frames. Called on the writer's thread.
+  void on_committed(std::function<void(uint64_t)> told);
+  void committed(uint64_t seq);
 
 private:
   std::mutex mu_;
   std::vector<item> items_;
   bool closed_ = false;
+  std::function<void(uint64_t)> told_;
 };
 
 // The queue of a run: made by its sink, found by the writer by run id, and

@@ -10,7 +10,7 @@
 namespace hb::actors {
 
 void send_run_output(const caf::actor& writer, const std::string& run_id, run_output* queue, bool is_event,
-                     std::string text, double at) {
+                     std::string text, double at, uint64_t seq) {
   std::shared_ptr<run_output> found;
   if (!queue) {
     found = find_run_output(run_id);
@@ -24,7 +24,7 @@ void send_run_output(const caf::actor& writer, const std::string& run_id, run_ou
     return;
   }
   auto size = static_cast<int64_t>(text.size());
-  switch (queue->push(is_event, std::move(text), at)) {
+  switch (queue->push(is_event, std::move(text), at, seq)) {
     case run_output::pushed::first:
       writer_backlog_add(size);
       caf::anon_send(writer, run_output_queued{run_id});

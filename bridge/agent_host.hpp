@@ -8,6 +8,7 @@
 #include "protocol/wire_error.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,6 +23,14 @@ public:
   virtual ~turn_sink() = default;
   virtual void delta(std::string text) = 0;
   virtual void event(std::string json) = 0;
+  // A host that numbers its output (a worker: each frame's `seq`) hands the
+  // number along, and is told through on_committed the highest number the
+  // event log holds, so that it may let go of what is written
+  // (bridge/worker/FRAMES.md, `committed`). Hosts that keep nothing use the
+  // plain calls above.
+  virtual void numbered_delta(std::string text, uint64_t seq) { (void)seq; delta(std::move(text)); }
+  virtual void numbered_event(std::string json, uint64_t seq) { (void)seq; event(std::move(json)); }
+  virtual void on_committed(std::function<void(uint64_t seq)> told) { (void)told; }
   // True while the daemon has more of this host's output to write than it
   // wants to hold; the host then calls wait_for_room() (without any lock the
   // rest of the daemon needs, e.g. the GIL) before sending more.
@@ -50,6 +59,7 @@ struct turn_outcome {
   std::optional<std::string> error;
   std::optional<std::string> history;  // the conversation so far, a JSON array
   int64_t message_count = 0;           // its length
+  uint64_t last_seq = 0;               // a numbering host's last number for the turn (its turn_end's)
 };
 
 class agent_host {

@@ -4,6 +4,7 @@ worker_frames.py's). Stdlib only."""
 
 from __future__ import annotations
 
+import collections
 import socket
 import threading
 import time
@@ -32,6 +33,11 @@ class Connection:
     # reaches the agent's threads when the daemon reads slowly, as it would
     # with a full socket.
     QUEUE_LIMIT = 8 << 20
+    # A turn's frames are kept, once sent, until the daemon says its event log
+    # holds them (`committed`): what a daemon that comes back after a crash
+    # would need again. Past this many bytes (about) kept, senders wait as
+    # for a full queue.
+    UNACKED_LIMIT = 64 << 20
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
@@ -44,6 +50,9 @@ class Connection:
         self.idle = False  # the writer waits for frames
         self.broken = False
         self.sending = False
+        self.unacked: dict[int, collections.deque] = {}  # turn -> (seq, body, size), oldest first
+        self.unacked_bytes = 0
+        self.unacked_frames = 0
         threading.Thread(target=self._send_loop, name="hermes-bridge-frames", daemon=True).start()
 
     # Positional-only: an ask frame has a field named "kind".
@@ -59,7 +68,7 @@ class Connection:
                 return False  # a thread the turn left behind
             turn.seq += 1
             body = {"t": frame_kind, "turn": turn.turn_id, "seq": turn.seq, **fields}
-            return self._queue(body, frames.size_hint(body))
+            return self._keep(turn.turn_id, turn.seq, body, frames.size_hint(body))
 
     def send_text(self, turn: "Turn", text: str) -> bool:
         """send_for(turn, "text", text=text), without the keyword dance: the
@@ -68,8 +77,35 @@ class Connection:
             if turn.closed:
                 return False
             turn.seq += 1
-            return self._queue({"t": "text", "turn": turn.turn_id, "seq": turn.seq, "text": text},
-                               len(text) + frames.FRAME_OVERHEAD)
+            return self._keep(turn.turn_id, turn.seq, {"t": "text", "turn": turn.turn_id, "seq": turn.seq, "text": text},
+                              len(text) + frames.FRAME_OVERHEAD)
+
+    def _keep(self, turn_id: int, seq: int, body: dict[str, Any], size: int) -> bool:
+        """Queues a turn's frame and keeps it until it is committed."""
+        if not self._queue(body, size):
+            return False
+        kept = self.unacked.get(turn_id)
+        if kept is None:
+            kept = self.unacked[turn_id] = collections.deque()
+        kept.append((seq, body, size))
+        self.unacked_bytes += size
+        self.unacked_frames += 1
+        return True
+
+    def committed(self, turn_id: int, seq: int) -> None:
+        """The daemon's event log holds `turn_id`'s frames up to `seq`."""
+        with self.lock:
+            kept = self.unacked.get(turn_id)
+            if kept is None:
+                return
+            while kept and kept[0][0] <= seq:
+                _, _, size = kept.popleft()
+                self.unacked_bytes -= size
+                self.unacked_frames -= 1
+            if not kept:
+                del self.unacked[turn_id]
+            if self.blocked:
+                self.cond.notify_all()  # room for senders waiting on the bound
 
     def send_now(self, frame_kind: str, /, **fields: Any) -> bool:
         """A frame that does not wait for room (a heartbeat's reply: tiny, and
@@ -81,7 +117,7 @@ class Connection:
     def _queue(self, body: dict[str, Any], size: int, wait: bool = True) -> bool:
         if size > frames.MAX_FRAME_BYTES:  # the sender's error, as when it encoded its own frames
             raise frames.FrameError(f"frame of about {size} bytes is over the limit")
-        while wait and self.queued > self.QUEUE_LIMIT and not self.broken:
+        while wait and (self.queued > self.QUEUE_LIMIT or self.unacked_bytes > self.UNACKED_LIMIT) and not self.broken:
             self.blocked += 1
             self.cond.wait(1.0)
             self.blocked -= 1

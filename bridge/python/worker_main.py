@@ -217,7 +217,7 @@ class Worker:
         """Handles one frame from the daemon; False once told to stop."""
         kind = f["t"]
         if kind == "heartbeat":
-            self.conn.send_now("heartbeat_reply", beat=int(f["beat"]))
+            self.conn.send_now("heartbeat_reply", beat=int(f["beat"]), unacknowledged=self.conn.unacked_frames)
         elif kind == "answer":
             self.answer(f)
         elif kind == "create_session":
@@ -242,7 +242,7 @@ class Worker:
         elif kind == "profile_call":
             self.named_call(f, "profile_call", lambda: f["profile"])
         elif kind == "committed":
-            pass  # nothing kept for re-attach yet (FRAMES.md)
+            self.conn.committed(int(f["turn"]), int(f["seq"]))
         elif kind == "shutdown":
             return False
         else:

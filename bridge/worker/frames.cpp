@@ -40,7 +40,10 @@ template <class F> void fields(F& f, answer& x) { f("turn", x.turn), f("ask", x.
 template <class F> void fields(F& f, committed& x) { f("turn", x.turn), f("seq", x.seq); }
 template <class F> void fields(F&, shutdown&) {}
 template <class F> void fields(F& f, heartbeat& x) { f("beat", x.beat); }
-template <class F> void fields(F& f, heartbeat_reply& x) { f("beat", x.beat); }
+template <class F> void fields(F& f, heartbeat_reply& x) {
+  f("beat", x.beat);
+  f("unacknowledged", x.unacknowledged);
+}
 template <class F> void fields(F& f, ready& x) {
   f("pid", x.pid), f("python", x.python), f("python_version", x.python_version), f("agent_root", x.agent_root),
     f("agent_version", x.agent_version), f("error", x.error);

@@ -62,7 +62,7 @@ struct answer {          // the client's answer to an `ask` (empty: withdrawn)
   uint64_t ask = 0;
   std::string text;
 };
-struct committed {       // the log holds the turn's frames up to `seq` (for re-attach)
+struct committed {       // the log holds the turn's frames up to `seq`: the worker lets go of them
   uint64_t turn = 0;
   uint64_t seq = 0;
 };
@@ -108,6 +108,7 @@ struct notify {          // a gateway approval the agent waits for by itself
 };
 struct heartbeat_reply {
   uint64_t beat = 0;
+  uint64_t unacknowledged = 0; // turn frames it keeps until the log holds them (`committed`)
 };
 struct turn_end {
   uint64_t turn = 0, seq = 0;

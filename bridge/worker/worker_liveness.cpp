@@ -15,8 +15,10 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <utility>
 
 namespace hb::bridge::worker {
 
@@ -36,6 +38,9 @@ std::string seconds_text(std::chrono::milliseconds ms) {
   t.erase(t.find_last_not_of('0') + 1);
   return t + " s";
 }
+
+// How soon acknowledgements that could not be sent (the socket busy) are tried again.
+constexpr std::chrono::milliseconds ack_retry{20};
 
 const char* signal_name(int sig) {
   switch (sig) {
@@ -106,13 +111,51 @@ void worker_process::kill_unresponsive(const std::string& why) {
   ::kill(pid_, SIGKILL); // works on a stopped process too; the reader reaps it
 }
 
+void worker_process::acknowledge(uint64_t turn, uint64_t seq) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!alive_)
+    return;
+  auto& highest = acks_[turn];
+  highest = std::max(highest, seq);
+  watch_cv_.notify_all();
+}
+
+bool worker_process::send_acks(std::map<uint64_t, uint64_t>& acks) {
+  // Never waits, as heartbeats: what could not go now stays for the next try.
+  for (auto it = acks.begin(); it != acks.end();) {
+    if (!try_post(committed{it->first, it->second}))
+      return false;
+    it = acks.erase(it);
+  }
+  return true;
+}
+
 void worker_process::watch() {
   uint64_t beat = 0;
   auto silent_for = [&] { return std::chrono::nanoseconds(now_ns() - last_heard_ns_.load()); };
+  auto next_beat = steady::now();
   std::unique_lock<std::mutex> lock(mu_);
   while (alive_) {
     auto pace = turns_.empty() && calls_.empty() ? 2 * heartbeat_ : heartbeat_;
-    watch_cv_.wait_for(lock, pace, [&] { return !alive_.load(); });
+    if (steady::now() >= next_beat)
+      next_beat = steady::now() + pace;
+    bool retry_acks = false;
+    while (alive_ && steady::now() < next_beat) {
+      if (retry_acks)
+        watch_cv_.wait_until(lock, std::min(next_beat, steady::now() + ack_retry), [&] { return !alive_.load(); });
+      else
+        watch_cv_.wait_until(lock, next_beat, [&] { return !alive_.load() || !acks_.empty(); });
+      if (!alive_)
+        return;
+      if (acks_.empty())
+        continue; // the beat is due
+      auto acks = std::exchange(acks_, {});
+      lock.unlock();
+      retry_acks = !send_acks(acks);
+      lock.lock();
+      for (auto& [turn, seq] : acks) // not sent: merged back, newer ones win
+        acks_[turn] = std::max(acks_[turn], seq);
+    }
     if (!alive_)
       return;
     lock.unlock();

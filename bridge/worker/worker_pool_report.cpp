@@ -43,7 +43,8 @@ std::string worker_pool::health_json() const {
         .str("agent_version", s.proc->info().agent_version)
         .integer("live_turns", static_cast<int64_t>(s.proc->live_turns()));
       if (alive)
-        w.number("rss_mb", std::round(s.proc->rss_mb() * 10) / 10);
+        w.number("rss_mb", std::round(s.proc->rss_mb() * 10) / 10)
+          .integer("unacknowledged_frames", static_cast<int64_t>(s.proc->unacknowledged_frames()));
       if (!s.proc->info().error.empty())
         w.str("error", s.proc->info().error);
       if (!alive)

@@ -204,6 +204,11 @@ turn_outcome worker_process::run_turn(uint64_t handle, const std::shared_ptr<tur
     id = ++next_turn_;
     turns_.emplace(id, turn);
   }
+  std::weak_ptr<worker_process> weak = shared_from_this();
+  sink->on_committed([weak, id](uint64_t seq) {
+    if (auto self = weak.lock())
+      self->acknowledge(id, seq);
+  });
   post(start_turn{id, handle, request});
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [&] { return turn->outcome.has_value(); });
@@ -353,9 +358,9 @@ void worker_process::handle(from_worker frame) {
         if (!turn)
           return; // a thread the turn left behind
         if constexpr (std::is_same_v<T, text>)
-          turn->sink->delta(std::move(f.text));
+          turn->sink->numbered_delta(std::move(f.text), f.seq);
         else
-          turn->sink->event(std::move(f.json));
+          turn->sink->numbered_event(std::move(f.json), f.seq);
         // Waiting here holds back this worker's frames, and with them its
         // agent threads once the socket is full: the back-pressure an
         // embedded agent gets from its sink.
@@ -386,11 +391,13 @@ void worker_process::handle(from_worker frame) {
         out.error = std::move(f.error);
         out.history = std::move(f.history);
         out.message_count = f.message_count;
+        out.last_seq = f.seq;
         it->second->outcome = std::move(out);
         turns_.erase(it);
         cv_.notify_all();
+      } else if constexpr (std::is_same_v<T, heartbeat_reply>) {
+        unacknowledged_ = f.unacknowledged; // read_loop() already noted that it answers
       }
-      // heartbeat_reply: read_loop() already noted that it answers
     },
     frame);
 }

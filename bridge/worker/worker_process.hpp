@@ -88,6 +88,13 @@ public:
   // Asks the worker to interrupt its turns and exit; kills it after `grace`.
   void stop(std::chrono::milliseconds grace);
 
+  // The event log holds `turn`'s frames up to `seq`: the worker is told
+  // (`committed`, FRAMES.md) by the watcher's thread, never the caller's (the
+  // log writer's), acknowledgements of a turn coalesced to the highest.
+  void acknowledge(uint64_t turn, uint64_t seq);
+  // What the worker said it still keeps unacknowledged, at its last heartbeat.
+  uint64_t unacknowledged_frames() const { return unacknowledged_.load(); }
+
   // It missed a heartbeat: shown in health until it answers or is killed.
   bool unresponsive() const { return unresponsive_.load(); }
   std::chrono::milliseconds unresponsive_after() const { return unresponsive_after_; }
@@ -101,6 +108,7 @@ private:
   void watch();
   void heard();
   bool try_post(const to_worker& frame);
+  bool send_acks(std::map<uint64_t, uint64_t>& acks); // false when some could not go now
   void ask_client(ask f, std::shared_ptr<turn_sink> sink);
   void read_loop();
   void handle(from_worker frame);
@@ -132,6 +140,7 @@ private:
   std::atomic<int64_t> last_heard_ns_{0};  // steady clock: the last frame read from it
   std::atomic<bool> reader_paused_{false}; // our own back-pressure holds its frames back
   std::atomic<bool> unresponsive_{false};
+  std::atomic<uint64_t> unacknowledged_{0};
 
   mutable std::mutex mu_; // everything below
   std::condition_variable cv_;
@@ -143,6 +152,7 @@ private:
   uint64_t next_turn_ = 0;
   std::map<uint64_t, std::shared_ptr<pending_call>> calls_;
   std::map<uint64_t, std::shared_ptr<live_turn>> turns_;
+  std::map<uint64_t, uint64_t> acks_;     // turn -> highest committed seq, not yet sent
 
   std::mutex write_mu_; // one frame at a time on the socket
 };

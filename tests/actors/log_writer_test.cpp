@@ -110,6 +110,40 @@ CAF_TEST(a run queue tells the writer once per batch) {
   forget_run_output("r1");
 }
 
+CAF_TEST(numbered output is acknowledged with its highest number only once committed) {
+  CAF_REQUIRE(open_run("r1"));
+  auto queue = open_run_output("r1");
+  std::vector<uint64_t> told;
+  queue->on_committed([&](uint64_t seq) { told.push_back(seq); });
+  send_run_output(writer, "r1", queue.get(), false, "a", 101.0, 1);
+  send_run_output(writer, "r1", queue.get(), true, R"({"event": "x"})", 101.0, 2);
+  send_run_output(writer, "r1", queue.get(), false, "b", 101.0, 3);
+  expect((run_output_queued), from(_).to(writer));
+  CAF_CHECK(told.empty()); // applied, not yet committed
+  expect((commit_due), from(writer).to(writer));
+  CAF_CHECK_EQUAL(told, (std::vector<uint64_t>{3}));
+  send_run_output(writer, "r1", queue.get(), false, "unnumbered", 102.0); // an embedded agent's: nothing to tell
+  deliver();
+  CAF_CHECK_EQUAL(told, (std::vector<uint64_t>{3}));
+  forget_run_output("r1");
+}
+
+CAF_TEST(numbered output held by an unwritable log is acknowledged once the retry writes it) {
+  CAF_REQUIRE(open_run("r1"));
+  auto queue = open_run_output("r1");
+  std::vector<uint64_t> told;
+  queue->on_committed([&](uint64_t seq) { told.push_back(seq); });
+  fill_disk();
+  send_run_output(writer, "r1", queue.get(), false, std::string(100000, 'a'), 101.0, 7);
+  deliver();
+  CAF_CHECK(health().degraded);
+  CAF_CHECK(told.empty());
+  free_disk();
+  let_pass(std::chrono::seconds(1));
+  CAF_CHECK_EQUAL(told, (std::vector<uint64_t>{7}));
+  forget_run_output("r1");
+}
+
 CAF_TEST(output without a queue arrives as messages and lands too) {
   CAF_REQUIRE(open_run("r1"));
   send_run_output(writer, "r1", nullptr, false, "plain", 101.0);

@@ -26,4 +26,6 @@ def get_tool_definitions(enabled_toolsets=None, disabled_toolsets=None, quiet_mo
         if delay_ms:
             time.sleep(int(delay_ms) / 1000.0)
     eventlog.log("tool_checks", first=first, enabled_toolsets=enabled_toolsets, pid=os.getpid())
-    return []
+    return [{"type": "function", "function": {"name": n, "description": f"fake {n} tool",
+                                              "parameters": {"type": "object"}}}
+            for n in ("terminal", "clarify")]

@@ -91,15 +91,12 @@ class AIAgent:
         self._pending_steer = None
         self._clear_called = False  # for the log: did the bridge clear before this run?
         self._call_seq = 0
-        # Tool schemas as the real agent holds them (context estimates read them).
-        self.tools = [{"type": "function", "function": {"name": n, "description": f"fake {n} tool",
-                                                        "parameters": {"type": "object"}}}
-                      for n in ("terminal", "clarify")]
         self._cached_system_prompt = "You are a fake Hermes agent." + (
             "\n" + ephemeral_system_prompt if ephemeral_system_prompt else "")
 
-        # As the real construction does: the tool definitions, whose first
-        # fetch in a process pays for the availability checks.
+        # Tool schemas as the real agent holds them (context estimates read
+        # them), from where its construction gets them: model_tools, whose
+        # first call in a process pays for the availability checks.
         import model_tools
         self.tools = model_tools.get_tool_definitions(enabled_toolsets=enabled_toolsets,
                                                       disabled_toolsets=disabled_toolsets, quiet_mode=quiet_mode)

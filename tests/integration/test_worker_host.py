@@ -253,6 +253,19 @@ class WorkerHostTest(unittest.TestCase):
             self.assertEqual(w["starts"], 1)
             self.assertEqual(b.request({"action": "status", "session_id": "s"})["agent"]["worker_pid"], w["pid"])
 
+    def test_a_worker_lets_go_of_a_turns_frames_once_the_log_holds_them(self):
+        with Bridge(args=WORKER + ["--worker-heartbeat-s", "0.1"]) as b:
+            run = b.chat("s", "script:stream 300 0;sleep 20000;say done")["run_id"]
+            self.assertTrue(wait_until(lambda: b.request({"action": "get_output", "run_id": run})["cursor"] >= 300))
+            pid = b.request({"action": "status", "session_id": "s"})["agent"]["worker_pid"]
+            kept = lambda: next(w for w in workers(b) if w.get("pid") == pid).get("unacknowledged_frames")
+            # The turn still runs; its 300 deltas are committed, and the worker was told so.
+            self.assertTrue(wait_until(lambda: kept() == 0, timeout=2.5), kept())
+            self.assertTrue(next(w for w in workers(b) if w.get("pid") == pid)["live_turns"] == 1)
+            b.request({"action": "interrupt", "session_id": "s"})
+            b.wait_done(run)
+            self.assertTrue(wait_until(lambda: kept() == 0), kept())  # its end too
+
     def test_several_workers_per_profile_share_its_sessions(self):
         with Bridge(args=WORKER + ["--workers-per-profile", "2"]) as b:
             pids = {s: b.chat(s, "script:pid", wait=True)["output"] for s in ("one", "two")}

@@ -22,7 +22,7 @@ std::vector<from_worker> sample_from_worker() {
           notify{1, 4, "{}", 3},
           turn_end{1, 5, "complete", std::string("{}"), std::nullopt, std::string("[]"), 0},
           turn_end{2, 1, "error", std::nullopt, std::string("boom"), std::nullopt, 0},
-          heartbeat_reply{12},
+          heartbeat_reply{12, 3},
           warm{},
           batch{{text{3, 1, "a"}, event{3, 2, "{}"}, text{4, 1, "b"}, ask{3, 3, 2, "clarify", "{}", 1},
                  notify{4, 2, "{}", 5}, turn_end{3, 4, "complete", std::string("{}"), std::nullopt, std::nullopt, 2}}}};
@@ -86,7 +86,7 @@ TEST_CASE("worker frames: a batch keeps its frames' order, kinds and seq", "[wor
   }
   // Only a turn's frames go in a batch: not a reply, a ready, or another batch.
   for (const char* bad : {R"({"t": "batch"})", R"({"t": "batch", "frames": {}})", R"({"t": "batch", "frames": [1]})",
-                          R"({"t": "batch", "frames": [{"t": "heartbeat_reply", "beat": 1}]})",
+                          R"({"t": "batch", "frames": [{"t": "heartbeat_reply", "beat": 1, "unacknowledged": 0}]})",
                           R"({"t": "batch", "frames": [{"t": "batch", "frames": []}]})",
                           R"({"t": "batch", "frames": [{"t": "text", "turn": 1, "seq": 1}]})"})
     REQUIRE_THROWS_AS(decode_from_worker(bad), frame_error);

@@ -12,6 +12,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 from pathlib import Path
@@ -107,6 +108,51 @@ class Batching(unittest.TestCase):
         self.assertEqual(frames.read(self.inbox), {"t": "text", "turn": 1, "seq": 1, "text": "alone "})
         self.conn.send_text(FakeTurn(2), "next ")
         self.assertEqual(frames.read(self.inbox)["text"], "next ")
+
+
+class Acknowledgements(unittest.TestCase):
+    """Connection keeps a turn's frames, once sent, until the daemon says its
+    event log holds them (`committed`), and holds senders back past a bound."""
+
+    def setUp(self):
+        ours, theirs = socket.socketpair()
+        self.addCleanup(ours.close)
+        self.addCleanup(theirs.close)
+        theirs.settimeout(10)
+        self.conn = Connection(ours)
+        self.inbox = theirs.makefile("rb")
+        self.addCleanup(self.inbox.close)
+
+    def kept(self):
+        with self.conn.lock:
+            return {turn: [seq for seq, _, _ in frames_] for turn, frames_ in self.conn.unacked.items()}
+
+    def test_frames_are_kept_until_committed_and_only_a_turns_own(self):
+        a, b = FakeTurn(1), FakeTurn(2)
+        for text in ("a1", "a2", "a3"):
+            self.conn.send_text(a, text)
+        self.conn.send_text(b, "b1")
+        self.conn.send("reply", req=1, ok=True, value="", error_type="", error="")  # not a turn's: not kept
+        self.assertEqual(self.kept(), {1: [1, 2, 3], 2: [1]})
+        self.conn.committed(1, 2)
+        self.assertEqual(self.kept(), {1: [3], 2: [1]})
+        self.conn.committed(2, 1)
+        self.conn.committed(1, 9)  # past its last: all of it goes
+        self.conn.committed(5, 1)  # a turn it never had
+        self.assertEqual(self.kept(), {})
+        self.assertEqual((self.conn.unacked_frames, self.conn.unacked_bytes), (0, 0))
+
+    def test_senders_wait_past_the_bound_until_an_acknowledgement_makes_room(self):
+        self.conn.UNACKED_LIMIT = 1000
+        turn = FakeTurn(1)
+        self.conn.send_text(turn, "x" * 2000)  # over the bound once sent and kept
+        frames.read(self.inbox)
+        sent = threading.Event()
+        threading.Thread(target=lambda: (self.conn.send_text(turn, "next"), sent.set()), daemon=True).start()
+        self.assertFalse(sent.wait(0.3))  # held back: nothing acknowledged
+        self.conn.committed(1, 1)
+        self.assertTrue(sent.wait(5))
+        self.assertEqual(frames.read(self.inbox)["text"], "next")
 
 
 class WorkerProcess(unittest.TestCase):
