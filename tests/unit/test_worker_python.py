@@ -68,8 +68,8 @@ class FrameCodec(unittest.TestCase):
         self.assertEqual(frames.read(io.BytesIO(data))["text"], "bad?")
 
 
-class Batching(unittest.TestCase):
-    """Connection: what piles up while its writer is busy goes as one frame."""
+class ConnectionCase(unittest.TestCase):
+    """A Connection on one end of a socket pair; the test reads the other."""
 
     def setUp(self):
         ours, theirs = socket.socketpair()
@@ -79,6 +79,10 @@ class Batching(unittest.TestCase):
         self.conn = Connection(ours)
         self.inbox = theirs.makefile("rb")
         self.addCleanup(self.inbox.close)
+
+
+class Batching(ConnectionCase):
+    """Connection: what piles up while its writer is busy goes as one frame."""
 
     def test_frames_queued_while_the_writer_waits_go_as_batches_in_order_with_their_seq(self):
         a, b = FakeTurn(1), FakeTurn(2)
@@ -110,18 +114,9 @@ class Batching(unittest.TestCase):
         self.assertEqual(frames.read(self.inbox)["text"], "next ")
 
 
-class Acknowledgements(unittest.TestCase):
+class Acknowledgements(ConnectionCase):
     """Connection keeps a turn's frames, once sent, until the daemon says its
     event log holds them (`committed`), and holds senders back past a bound."""
-
-    def setUp(self):
-        ours, theirs = socket.socketpair()
-        self.addCleanup(ours.close)
-        self.addCleanup(theirs.close)
-        theirs.settimeout(10)
-        self.conn = Connection(ours)
-        self.inbox = theirs.makefile("rb")
-        self.addCleanup(self.inbox.close)
 
     def kept(self):
         with self.conn.lock:
