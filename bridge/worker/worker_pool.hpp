@@ -85,7 +85,8 @@ private:
   std::shared_ptr<slot> empty_slot(std::vector<std::shared_ptr<slot>>& slots, const std::string& profile);
   size_t live_workers() const; // under mu_: processes alive or being started
   std::shared_ptr<worker_process> take_spare_for_room(); // under mu_
-  // At the cap: a slot other than `needing` starting a spare, to wait for.
+  // At the cap, for a start with a session to serve: a slot other than
+  // `needing` starting a spare, to wait for.
   std::shared_ptr<slot> spare_on_its_way(const slot& needing);
   std::shared_ptr<worker_process> running(slot& s);
   void forget(const std::string& session_id, const worker_process* proc, slot& s);

@@ -73,7 +73,10 @@ std::shared_ptr<worker_process> worker_pool::take_spare_for_room() {
 
 std::shared_ptr<worker_pool::slot> worker_pool::spare_on_its_way(const slot& needing) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (options_.per_profile > 0 || options_.max_workers == 0 || live_workers() < options_.max_workers)
+  // Only a start with a session to serve waits (two spares waiting for each
+  // other would wait forever).
+  if (needing.sessions == 0 || options_.per_profile > 0 || options_.max_workers == 0 ||
+      live_workers() < options_.max_workers)
     return nullptr;
   for (auto& [_, slots] : slots_)
     for (auto& s : slots)
