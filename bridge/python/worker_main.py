@@ -363,6 +363,8 @@ def main(argv: list[str]) -> int:
             if not worker.dispatch(frame):
                 why = "hermes-bridge is shutting down"
                 break
+    except (ConnectionResetError, BrokenPipeError):
+        pass  # the daemon went away with frames of ours unread: gone all the same, as at EOF
     except (frames.FrameError, KeyError, TypeError, OSError) as exc:
         print(f"hermes-bridge worker: cannot read the daemon's frames: {exc}", file=sys.stderr)
     worker.wind_down(why)
