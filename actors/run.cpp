@@ -36,10 +36,7 @@ public:
     : sys_(sys), writer_(spec.writer), broker_(spec.broker), run_id_(spec.run_id),
       session_id_(spec.session_id), output_(open_run_output(spec.run_id)) {}
 
-  void delta(std::string text) override {
-    if (!closed_.load(std::memory_order_relaxed))
-      send_run_output(writer_, run_id_, output_.get(), false, std::move(text), now_seconds());
-  }
+  void delta(std::string text) override { numbered_delta(std::move(text), 0); }
 
   void event(std::string json) override { numbered_event(std::move(json), 0); }
 
