@@ -31,6 +31,20 @@ typename Inspector::result_type inspect(Inspector& f, run_opening& x) {
   return f(caf::meta::type_name("run_opening"), x.run_id, x.session_id, x.started_at, x.user_message);
 }
 
+// Run -> writer: a run a previous daemon opened goes on (its turn lived on
+// in a worker the daemon re-attached to); answered with the highest frame
+// seq the log holds for it (runs.host_seq), or errc::not_found when the log
+// does not show it running.
+struct run_continuing {
+  std::string run_id;
+  std::string session_id;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, run_continuing& x) {
+  return f(caf::meta::type_name("run_continuing"), x.run_id, x.session_id);
+}
+
 // A delta or event of a run that has no queue of its own (see
 // send_run_output); a live run's output goes through its queue instead.
 struct run_delta {
@@ -267,6 +281,7 @@ typename Inspector::result_type inspect(Inspector& f, checkpoint_due&) {
 inline void add_log_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<run_opening>("hb::run_opening")
     .add_message_type<run_delta>("hb::run_delta")
+    .add_message_type<run_continuing>("hb::run_continuing")
     .add_message_type<run_event>("hb::run_event")
     .add_message_type<run_output_queued>("hb::run_output_queued")
     .add_message_type<run_end>("hb::run_end")

@@ -54,6 +54,10 @@ operation put_session(storage::session_row row) {
   };
 }
 
+operation note_host_seq(std::string run_id, uint64_t seq) {
+  return [run_id = std::move(run_id), seq](storage::log_writer& w) { w.note_host_seq(run_id, seq); };
+}
+
 operation nothing() {
   return [](storage::log_writer&) {};
 }

@@ -5,6 +5,7 @@
 // retention limits in small steps between appends. The transactions and
 // what a failed write holds back: log_batches.hpp.
 #include "actors/daemon_log.hpp"
+#include "actors/errors.hpp"
 #include "actors/log_actors.hpp"
 #include "actors/log_batches.hpp"
 #include "actors/log_messages.hpp"
@@ -201,7 +202,25 @@ void write_queued(writer_actor* self, const std::string& run_id, const std::shar
     auto& entry = self->state.numbered[run_id];
     entry.first = queue;
     entry.second = std::max(entry.second, last_seq);
+    // In the same transaction as the rows: a daemon that re-attaches to the
+    // worker after a crash asks for what comes after it, no more, no less.
+    apply(self, log_operations::note_host_seq(run_id, entry.second), 0);
   }
+}
+
+caf::result<uint64_t> continue_run(writer_actor* self, const run_continuing& run) {
+  std::optional<uint64_t> host_seq;
+  try {
+    host_seq = self->state.batches->log().continue_run(run.run_id, now_seconds());
+  } catch (const std::exception& e) {
+    return make_error(errc::failed, std::string("event log: ") + e.what());
+  }
+  if (!host_seq)
+    return make_error(errc::not_found, "run " + run.run_id + " is not running in the event log");
+  self->state.session_of_run[run.run_id] = run.session_id;
+  touch(self, run.run_id);
+  apply(self, log_operations::nothing(), 0); // what taking it up wrote (settled questions) is committed
+  return *host_seq;
 }
 
 caf::result<bool> end_run(writer_actor* self, run_end& end) {
@@ -295,6 +314,7 @@ caf::behavior log_writer_actor(writer_actor* self, std::shared_ptr<storage::log_
                                                          opening.started_at, std::move(opening.user_message)),
                                 false);
     },
+    [=](const run_continuing& run) { return continue_run(self, run); },
     [=](run_delta& delta) {
       touch(self, delta.run_id);
       apply_delta(self, delta.run_id, std::move(delta.text), delta.at);

@@ -36,6 +36,7 @@ public:
     : sys_(sys), writer_(spec.writer), broker_(spec.broker), run_id_(spec.run_id),
       session_id_(spec.session_id), output_(open_run_output(spec.run_id)) {}
 
+  std::string run_id() const override { return run_id_; }
   void delta(std::string text) override { numbered_delta(std::move(text), 0); }
 
   void event(std::string json) override { numbered_event(std::move(json), 0); }
@@ -134,11 +135,27 @@ bool finish(caf::blocking_actor* self, const run_spec& spec, bridge::turn_outcom
   return in_log;
 }
 
-void run_actor(caf::blocking_actor* self, std::shared_ptr<run_spec> holder) {
-  // Moved out so the agent reference dies on this thread, not wherever the
-  // actor object happens to be destroyed (its destructor takes the GIL).
-  run_spec spec = std::move(*holder);
-  auto sink = std::make_shared<actor_sink>(self->system(), spec);
+// A run the last daemon opened whose turn went on in a worker: the log takes
+// it up again (its sequences continue) and says how far the worker's output
+// is in it; the worker sends what comes after.
+bridge::turn_outcome continue_run(caf::blocking_actor* self, const run_spec& spec,
+                                  const std::shared_ptr<actor_sink>& sink) {
+  std::optional<uint64_t> logged;
+  std::string why;
+  self->request(spec.writer, caf::infinite, run_continuing{spec.run_id, spec.session_id})
+    .receive([&](uint64_t seq) { logged = seq; }, [&](caf::error& err) { why = caf::to_string(err); });
+  self->send(spec.session, run_armed{spec.run_id});
+  if (logged)
+    return spec.agent->continue_turn(sink, *logged);
+  spec.agent->drop_turn();
+  bridge::turn_outcome out;
+  out.error = "cannot continue the run after a restart: " + why;
+  return out;
+}
+
+// A new turn: a stale interrupt cleared, a steer sent while idle handed on.
+bridge::turn_outcome start_turn(caf::blocking_actor* self, const run_spec& spec,
+                                const std::shared_ptr<actor_sink>& sink) {
   spec.agent->prepare_turn();
   if (!spec.carried_steer.empty()) {
     try {
@@ -148,7 +165,15 @@ void run_actor(caf::blocking_actor* self, std::shared_ptr<run_spec> holder) {
     }
   }
   self->send(spec.session, run_armed{spec.run_id});
-  auto outcome = spec.agent->run_turn(sink, spec.request);
+  return spec.agent->run_turn(sink, spec.request);
+}
+
+void run_actor(caf::blocking_actor* self, std::shared_ptr<run_spec> holder) {
+  // Moved out so the agent reference dies on this thread, not wherever the
+  // actor object happens to be destroyed (its destructor takes the GIL).
+  run_spec spec = std::move(*holder);
+  auto sink = std::make_shared<actor_sink>(self->system(), spec);
+  auto outcome = spec.continuing ? continue_run(self, spec, sink) : start_turn(self, spec, sink);
   sink->close();
   uint64_t last_seq = outcome.last_seq;
   if (finish(self, spec, std::move(outcome)))

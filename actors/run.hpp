@@ -37,6 +37,9 @@ struct run_spec {
   caf::actor broker;
   caf::actor writer;
   replay_spec replay;
+  // The run was live when the last daemon stopped and its turn went on in a
+  // worker this daemon re-attached to: it is followed, not started.
+  bool continuing = false;
 };
 
 // Run -> session, in this order: an interrupt would stop the turn now

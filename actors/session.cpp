@@ -25,6 +25,7 @@ session_hosting daemon_hosting(std::shared_ptr<const bridge::native_options> nat
     return bridge::create_agent(id, recipe.profile, recipe.model, recipe.provider, config);
   };
   hosting.start_run = spawn_run;
+  hosting.adopt = bridge::take_adopted_agent;
   return hosting;
 }
 
@@ -258,6 +259,9 @@ void init_state(session_state& st, std::string id, session_links links, const st
 caf::behavior session_behavior(session_actor* self, std::string id, session_links links,
                                std::shared_ptr<const storage::session_row> dormant) {
   init_state(self->state, std::move(id), std::move(links), dormant.get());
+  if (dormant && self->state.links.hosting.adopt)
+    if (auto adopted = self->state.links.hosting.adopt(self->state.id))
+      take_adopted(self, std::move(*adopted));
   return takes(self, self->state.now).or_else(common(self)).or_else(refusals(self));
 }
 

@@ -12,10 +12,12 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace hb::bridge {
 class agent_host;
+struct adopted_agent;
 }
 
 namespace hb::actors {
@@ -31,6 +33,9 @@ struct session_hosting {
                                                     std::string& config_json)>
     make_agent;
   std::function<void(caf::actor_system&, run_spec)> start_run;
+  // The agent a session known from the log still has in a worker that
+  // outlived the last daemon, if any (taken once); may be empty.
+  std::function<std::optional<bridge::adopted_agent>(const std::string& session_id)> adopt;
 };
 
 // The agents of bridge/agent_hosting.hpp and bridge/tmux, run by actors/run.hpp.

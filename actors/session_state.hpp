@@ -105,6 +105,10 @@ void on_run_done(session_actor* self, const std::string& run_id);
 void answer_waiting(session_actor* self, const std::string& run_id);
 // The session's profile, model, provider, harness and workspace as `config` says.
 void adopt_config(session_state& st, const std::string& config);
+// A session known from the log whose agent outlived the last daemon (a
+// worker re-attached at start): idle with that agent, or running the run
+// it still runs. Called while the session is made (its phase is set, not entered).
+void take_adopted(session_actor* self, bridge::adopted_agent adopted);
 
 // -- session_calls.cpp ----------------------------------------------------------
 void on_interrupt(session_actor* self, const std::string& message, caf::response_promise rp);

@@ -275,6 +275,22 @@ void on_chat(session_actor* self, chat_request chat, caf::response_promise rp) {
     then(self, false, rp);
 }
 
+void take_adopted(session_actor* self, bridge::adopted_agent adopted) {
+  auto& st = self->state;
+  st.agent = std::move(adopted.agent);
+  st.before = phase::idle;
+  st.now = phase::idle;
+  if (!adopted.live_run.empty()) {
+    st.now = phase::running;
+    st.run_id = adopted.live_run;
+    run_spec spec{st.run_id, st.id, {}, {}, st.agent, caf::actor_cast<caf::actor>(self), st.links.broker,
+                  st.links.writer, {}};
+    spec.continuing = true;
+    st.links.hosting.start_run(self->system(), std::move(spec));
+  }
+  persist(self); // the broker learns it is running; the log row is unchanged
+}
+
 void on_armed(session_actor* self, const std::string& run_id) {
   auto& st = self->state;
   if (auto it = st.starting.find(run_id); it != st.starting.end()) {

@@ -33,6 +33,7 @@ void add_commands(CLI::App& app, std::function<int()>& chosen) {
   add_timeline_command(app, chosen);
   add_verify_command(app, chosen);
   add_doctor_command(app, chosen);
+  add_stop_command(app, chosen);
   add_version_command(app, chosen);
 }
 

@@ -8,6 +8,7 @@
 #include "app/embedded_hosting.hpp"
 #include "app/open_files.hpp"
 #include "app/tool_support.hpp"
+#include "app/worker_hosting.hpp"
 #include "bridge/agent_env.hpp"
 #include "bridge/agent_hosting.hpp"
 #include "bridge/tmux/tmux_server.hpp"
@@ -54,9 +55,22 @@ int run_serve(const serve_flags& flags, int ready_fd) {
   std::string home = absolute_path(flags.hermes_home);
   std::string db_path = flags.db.empty() ? home + "/hermes-bridge/events.db" : absolute_path(flags.db);
 
+  // Workers an earlier daemon left running, found before the log is
+  // recovered: the runs they still run go on instead of being interrupted.
+  std::vector<bridge::worker::found_worker> survivors;
+  if (flags.agent_host == "worker") {
+    try {
+      survivors = attach_to_surviving_workers(db_path);
+    } catch (const std::exception& e) {
+      return refuse_to_start(e.what());
+    }
+  }
   storage::opened_log log;
   try {
     storage::startup_options options;
+    for (const auto& w : survivors)
+      for (const auto& turn : w.held.turns)
+        options.continuing.insert(turn.run);
     options.synchronous = flags.synchronous;
     options.skip_integrity_check = flags.skip_integrity_check;
     options.check_before_serving_max_bytes = flags.integrity_check_max_mb << 20;
@@ -80,7 +94,7 @@ int run_serve(const serve_flags& flags, int ready_fd) {
   auto env = bridge::find_agent_env(
     bridge::agent_env_inputs::from_process(flags.agent_root, home, flags.agent_python));
   if (flags.agent_host == "worker") {
-    if (int rc = host_in_workers(flags.workers, home, env, settings); rc != 0)
+    if (int rc = host_in_workers(flags.workers, home, env, settings, std::move(survivors), log); rc != 0)
       return rc;
   } else if (int rc = host_embedded(flags.agent_root, flags.harness == "native", home, env, settings); rc != 0) {
     return rc;

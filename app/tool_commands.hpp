@@ -17,5 +17,6 @@ void add_client_commands(CLI::App& app, std::function<int()>& chosen); // chat, 
 void add_timeline_command(CLI::App& app, std::function<int()>& chosen);
 void add_verify_command(CLI::App& app, std::function<int()>& chosen);
 void add_doctor_command(CLI::App& app, std::function<int()>& chosen);
+void add_stop_command(CLI::App& app, std::function<int()>& chosen);
 
 } // namespace hb::app

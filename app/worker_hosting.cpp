@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-
 #include <chrono>
 #include <cstdlib>
 #include <stdexcept>
@@ -50,6 +49,12 @@ void add_worker_flags(CLI::App& serve, worker_flags& flags) {
     ->envname("HERMES_BRIDGE_WORKER_HEARTBEAT_S")
     ->check(CLI::PositiveNumber)
     ->capture_default_str();
+  serve.add_option("--worker-orphan-timeout-s", flags.orphan_timeout_s,
+                   "seconds a worker whose daemon died (no clean stop) keeps its turns running and waits "
+                   "for a new daemon to take it over (0: it stops its turns and exits at once)")
+    ->envname("HERMES_BRIDGE_WORKER_ORPHAN_TIMEOUT_S")
+    ->check(CLI::NonNegativeNumber)
+    ->capture_default_str();
   serve.add_option("--worker-unresponsive-s", flags.unresponsive_s,
                    "a worker silent this long (no heartbeat answered) or not answering an interrupt "
                    "within it is killed; its runs end, its sessions resume in a new one")
@@ -64,6 +69,10 @@ namespace {
 // an agent's memory (about 100 MB for the real one), and a profile's turns
 // rarely need more processes than this to use the cores.
 constexpr size_t max_auto_workers = 4;
+
+// How long a surviving worker may take to answer an attach before it is
+// left alone (a busy worker answers from its reading thread at once).
+constexpr std::chrono::seconds survivor_deadline{10};
 
 size_t usable_cores() {
   cpu_set_t set;
@@ -81,22 +90,54 @@ std::string default_worker_dir() {
   return std::string(tmp && *tmp ? tmp : "/tmp") + "/hermes-bridge-" + std::to_string(::getuid()) + "/workers";
 }
 
-// Agents in worker processes on the agent's own interpreter. Without one the
-// daemon still serves: chats fail with what was tried, health says so.
-int host_in_workers(const worker_flags& flags, const std::string& home, const bridge::agent_env& env,
-                    actors::daemon_settings& settings) {
-  bridge::worker::pool_options options;
-  options.launch.runtime_dir = default_worker_dir();
-  try {
-    // Before anything is served: the workers import their code from here.
-    protocol::make_trusted_dir(options.launch.runtime_dir, "agent worker directory");
-  } catch (const std::exception& e) {
-    log_event(log_level::error, "daemon.start_failed", e.what());
-    return 1;
-  }
+std::vector<bridge::worker::found_worker> attach_to_surviving_workers(const std::string& db_path) {
   bridge::worker::set_worker_event_sink([](const bridge::worker::worker_event& e) {
     log_event(e.warning ? log_level::warn : log_level::info, e.name, e.message, e.fields);
   });
+  std::string dir = default_worker_dir();
+  // Before anything is served or believed: the workers import their code
+  // from here, and their records hold their secrets.
+  protocol::make_trusted_dir(dir, "agent worker directory");
+  return bridge::worker::attach_to_live_workers(dir, db_path, survivor_deadline);
+}
+
+namespace {
+
+// Takes the survivors into the pool; runs the log left running for them
+// that none of them took are recovered (interrupted) like any other.
+void adopt_survivors(bridge::worker::worker_pool& pool, std::vector<bridge::worker::found_worker> survivors,
+                     storage::opened_log& log) {
+  if (survivors.empty() && log.continuing.empty())
+    return;
+  std::map<std::string, std::string> continuing;
+  for (const auto& [run, kept] : log.continuing)
+    continuing[run] = kept.session_id;
+  std::set<std::string> known;
+  for (const auto& row : log.sessions)
+    known.insert(row.session_id);
+  auto agents = pool.adopt(std::move(survivors), continuing, known);
+  std::set<std::string> followed;
+  for (const auto& [_, agent] : agents)
+    if (!agent.live_run.empty())
+      followed.insert(agent.live_run);
+  auto late = storage::recover_open_runs(log.writer->database(), actors::now_seconds(), followed);
+  log.recovered.runs_interrupted += late.runs_interrupted;
+  log_event(log_level::info, "log.runs_continued", "runs live in workers that outlived the last daemon go on",
+            {{"runs_continued", std::to_string(followed.size())},
+             {"runs_interrupted", std::to_string(late.runs_interrupted)},
+             {"sessions_adopted", std::to_string(agents.size())}});
+  bridge::offer_adopted_agents(std::move(agents));
+}
+
+} // namespace
+
+// Agents in worker processes on the agent's own interpreter. Without one the
+// daemon still serves: chats fail with what was tried, health says so.
+int host_in_workers(const worker_flags& flags, const std::string& home, const bridge::agent_env& env,
+                    actors::daemon_settings& settings, std::vector<bridge::worker::found_worker> survivors,
+                    storage::opened_log& log) {
+  bridge::worker::pool_options options;
+  options.launch.runtime_dir = default_worker_dir();
   auto chosen = bridge::choose_interpreter(env);
   // Each refusal on a line of its own, so that an operator learns at start
   // why an interpreter they expected was passed over.
@@ -122,12 +163,15 @@ int host_in_workers(const worker_flags& flags, const std::string& home, const br
   auto ms = [](double s) { return std::chrono::milliseconds(static_cast<int64_t>(s * 1000)); };
   options.launch.heartbeat = ms(flags.heartbeat_s);
   options.launch.unresponsive_after = ms(flags.unresponsive_s);
+  options.launch.orphan_timeout = ms(flags.orphan_timeout_s);
+  options.launch.daemon_key = log.writer->database().getFilename();
   options.per_profile = flags.per_profile == "auto" ? 0 : std::stoul(flags.per_profile);
   options.auto_cap = std::min<size_t>(usable_cores(), max_auto_workers);
   options.max_workers = flags.max_workers;
   options.idle_timeout = std::chrono::seconds(static_cast<int64_t>(flags.idle_timeout_s));
   options.max_rss_mb = flags.max_rss_mb;
   auto pool = std::make_shared<bridge::worker::worker_pool>(options);
+  adopt_survivors(*pool, std::move(survivors), log);
   pool->start_housekeeping();
   pool->prestart("default"); // most chats name no profile
   bridge::host_agents_in_workers(pool, chosen.agent_json(), home, chosen.python.has_value());

@@ -21,6 +21,9 @@ namespace hb::bridge {
 class turn_sink {
 public:
   virtual ~turn_sink() = default;
+  // The daemon's id of the run this turn is (a worker keeps it to name the
+  // turn to a daemon that re-attaches); empty when there is none.
+  virtual std::string run_id() const { return {}; }
   virtual void delta(std::string text) = 0;
   virtual void event(std::string json) = 0;
   // A host that numbers its output (a worker: each frame's `seq`) hands the
@@ -69,6 +72,17 @@ public:
   virtual void prepare_turn() = 0;
   // Runs one turn on the calling thread; never throws.
   virtual turn_outcome run_turn(const std::shared_ptr<turn_sink>& sink, const std::string& request_json) = 0;
+  // A host adopted with a turn already running (a worker that outlived the
+  // last daemon): its output after `logged_seq` (what the event log holds)
+  // goes to `sink`; returns when the turn ends; never throws. drop_turn():
+  // nobody will follow that turn (it is stopped and forgotten).
+  virtual turn_outcome continue_turn(const std::shared_ptr<turn_sink>& sink, uint64_t logged_seq) {
+    (void)sink, (void)logged_seq;
+    turn_outcome out;
+    out.error = "this agent has no turn to continue";
+    return out;
+  }
+  virtual void drop_turn() {}
   virtual void interrupt(const std::string& message_json) = 0; // throws protocol::wire_error
   // The daemon stops: end the live turn soon. An embedded turn is
   // interrupted; a native one is only let go (the TUI, which outlives the
@@ -96,6 +110,13 @@ public:
   virtual std::string call(const std::string& op, const std::string& /*args_json*/) {
     throw protocol::runtime_error(op + " is not available for this session's harness");
   }
+};
+
+// An agent that outlived the daemon that built it, taken up by this one for
+// its session: idle, or still running the run `live_run`.
+struct adopted_agent {
+  std::shared_ptr<agent_host> agent;
+  std::string live_run; // empty: no turn running
 };
 
 // Operations that need a profile's agent environment but no session (MCP

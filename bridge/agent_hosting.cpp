@@ -5,6 +5,8 @@
 #include "bridge/worker/worker_pool.hpp"
 #include "protocol/json_update.hpp"
 
+#include <mutex>
+
 namespace hb::bridge {
 
 namespace {
@@ -20,7 +22,27 @@ hosting& the_host() {
   static hosting h;
   return h;
 }
+
+// Offered before the broker makes its sessions, taken as each is made (on
+// scheduler threads): hence the lock.
+std::mutex adopted_mu;
+std::map<std::string, adopted_agent> adopted; // guarded by adopted_mu
 } // namespace
+
+void offer_adopted_agents(std::map<std::string, adopted_agent> agents) {
+  std::lock_guard<std::mutex> lock(adopted_mu);
+  adopted = std::move(agents);
+}
+
+std::optional<adopted_agent> take_adopted_agent(const std::string& session_id) {
+  std::lock_guard<std::mutex> lock(adopted_mu);
+  auto it = adopted.find(session_id);
+  if (it == adopted.end())
+    return std::nullopt;
+  adopted_agent out = std::move(it->second);
+  adopted.erase(it);
+  return out;
+}
 
 namespace {
 

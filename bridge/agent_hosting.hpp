@@ -9,7 +9,9 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace hb::bridge {
@@ -67,6 +69,12 @@ struct studio_worker_maps {
 studio_worker_maps studio_workers();
 // `status`'s "agent": the summary plus where `agent` (null: not loaded) runs.
 std::string agent_status_json(const agent_host* agent);
+
+// Agents that outlived the last daemon (worker_pool::adopt), offered once at
+// start before any session exists; each session known from the log takes
+// its own when it is made (at most once).
+void offer_adopted_agents(std::map<std::string, adopted_agent> agents);
+std::optional<adopted_agent> take_adopted_agent(const std::string& session_id);
 
 // Housekeeping between requests: idle and oversized workers are retired. Blocks briefly.
 void collect_idle_agents();

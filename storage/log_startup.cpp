@@ -33,7 +33,7 @@ opened_log open_for_serving(const std::string& path, const startup_options& opti
       throw std::runtime_error(damage_advice(path, verdict));
     }
   }
-  out.recovered = recover_open_runs(db, now);
+  out.recovered = recover_open_runs(db, now, options.continuing, &out.continuing);
   out.sessions = load_sessions(db);
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return out;

@@ -19,12 +19,16 @@ struct startup_options {
   // Logs up to this size are checked before serving; larger ones afterwards,
   // so start-up time does not grow with the log.
   uint64_t check_before_serving_max_bytes = uint64_t{256} << 20;
+  // Runs whose turns go on in workers that outlived the last daemon: not
+  // interrupted if the log shows them live (they come back in `continuing`).
+  std::set<std::string> continuing;
 };
 
 struct opened_log {
   std::shared_ptr<log_writer> writer;
   std::vector<session_row> sessions; // not destroyed, history not loaded
   recovery_report recovered;
+  std::map<std::string, continuing_run> continuing; // run id -> its session and host_seq
   bool check_after_serving = false;
   double seconds = 0;
 };

@@ -2,6 +2,7 @@
 
 #include "storage/log_file.hpp"
 #include "storage/private_files.hpp"
+#include "storage/recovery.hpp"
 
 #include <sqlite3.h>
 
@@ -35,6 +36,7 @@ log_writer::log_writer(const std::string& path, const writer_options& options)
     db_, "INSERT INTO events(run_no, seq, at, body) VALUES(?, ?, ?, ?)");
   finish_run_ = std::make_unique<SQLite::Statement>(
     db_, "UPDATE runs SET status=?, result=?, error=?, ended_at=? WHERE run_no=?");
+  note_host_seq_ = std::make_unique<SQLite::Statement>(db_, "UPDATE runs SET host_seq=? WHERE run_no=?");
   upsert_session_ = std::make_unique<SQLite::Statement>(
     db_,
     "INSERT INTO sessions(session_id, created_at, last_used_at, config, history, message_count, destroyed)"
@@ -162,6 +164,43 @@ void log_writer::put_session(const session_row& row) {
   ++pending_rows_;
 }
 
+void log_writer::note_host_seq(const std::string& run_id, uint64_t seq) {
+  auto* run = find(run_id);
+  if (!run)
+    return;
+  begin();
+  note_host_seq_->bind(1, static_cast<int64_t>(seq));
+  note_host_seq_->bind(2, run->run_no);
+  note_host_seq_->exec();
+  note_host_seq_->reset();
+}
+
+std::optional<uint64_t> log_writer::continue_run(const std::string& run_id, double now) {
+  SQLite::Statement row(db_, "SELECT run_no, host_seq FROM runs WHERE run_id=? AND status='running'");
+  row.bind(1, run_id);
+  if (!row.executeStep())
+    return std::nullopt;
+  open_run_state run{row.getColumn(0).getInt64()};
+  auto next = [&](const char* table) {
+    SQLite::Statement q(db_, std::string("SELECT coalesce(max(seq) + 1, 0) FROM ") + table + " WHERE run_no=?");
+    q.bind(1, run.run_no);
+    q.executeStep();
+    return q.getColumn(0).getInt64();
+  };
+  run.next_delta = next("deltas");
+  run.next_event = next("events");
+  uint64_t host_seq = static_cast<uint64_t>(row.getColumn(1).getInt64());
+  if (in_tx_)
+    runs_at_begin_[run_id] = run; // a rollback of the open transaction keeps it: nothing of it was in there
+  auto& taken = runs_[run_id] = run;
+  // What the run was asking when its daemon died was asked by a daemon that
+  // is gone: settled as a restart settles it (the worker's waiting agents get
+  // the same fail-closed answers), so every question in the log is resolved.
+  for (const auto& body : settle_open_questions(db_, taken.run_no))
+    insert_event(taken, body, now);
+  return host_seq;
+}
+
 size_t log_writer::commit() {
   if (!in_tx_)
     return 0;
@@ -200,6 +239,7 @@ void log_writer::rollback() {
   insert_event_->tryReset();
   finish_run_->tryReset();
   upsert_session_->tryReset();
+  note_host_seq_->tryReset();
 }
 
 } // namespace hb::storage

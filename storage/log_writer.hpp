@@ -42,6 +42,14 @@ public:
                  const std::optional<std::string>& result,
                  const std::optional<std::string>& error, double ended_at);
   void put_session(const session_row& row);
+  // A worker's numbered output for the run is in this transaction up to `seq`.
+  void note_host_seq(const std::string& run_id, uint64_t seq);
+  // Takes up a run a previous daemon opened and left running (its turn went
+  // on in a worker): appends continue its sequences, and the questions it
+  // left open are settled (recovery.hpp, settle_open_questions) in the open
+  // transaction. Returns its host_seq, or nothing when the log does not show
+  // it running.
+  std::optional<uint64_t> continue_run(const std::string& run_id, double now);
   // For `import`: the run row as another log had it (its status, result,
   // error and end already), open for its deltas and events to be appended
   // until this writer goes.
@@ -84,7 +92,7 @@ private:
 
   SQLite::Database db_;
   std::unique_ptr<SQLite::Statement> insert_run_, insert_delta_, insert_event_, finish_run_,
-    upsert_session_;
+    upsert_session_, note_host_seq_;
   std::unordered_map<std::string, open_run_state> runs_;
   std::unordered_map<std::string, open_run_state> runs_at_begin_;
   bool in_tx_ = false;

@@ -57,14 +57,57 @@ open_questions find_open_questions(SQLite::Database& db, int64_t run_no) {
 
 } // namespace
 
-recovery_report recover_open_runs(SQLite::Database& db, double now) {
+std::vector<std::string> settle_open_questions(SQLite::Database& db, int64_t run_no, recovery_report* report) {
+  std::vector<std::string> events;
+  auto add = [&](const json& event) { events.push_back(protocol::dumps(event)); };
+  open_questions open = find_open_questions(db, run_no);
+  for (const auto& id : open.approvals) {
+    json ev;
+    ev["event"] = "approval.resolved";
+    ev["approval_id"] = id;
+    ev["choice"] = "deny";
+    ev["reason"] = "daemon restarted";
+    add(ev);
+    if (report)
+      ++report->approvals_denied;
+  }
+  for (const auto& requested : open.compressions) {
+    json ev;
+    ev["event"] = "bridge.compression.failed";
+    ev["request_id"] = requested.value("request_id", "");
+    ev["message_count"] = requested.value("message_count", json());
+    ev["approx_tokens"] = requested.value("approx_tokens", json());
+    ev["error"] = "hermes-bridge restarted before the compression reply";
+    add(ev);
+    if (report)
+      ++report->compressions_failed;
+  }
+  for (const auto& id : open.clarifications) {
+    json ev;
+    ev["event"] = "clarify.resolved";
+    ev["clarify_id"] = id;
+    ev["response"] = nullptr;
+    ev["reason"] = "daemon restarted";
+    add(ev);
+  }
+  return events;
+}
+
+recovery_report recover_open_runs(SQLite::Database& db, double now, const std::set<std::string>& continuing,
+                                  std::map<std::string, continuing_run>* kept) {
   recovery_report report;
   SQLite::Transaction tx(db);
   std::vector<int64_t> live;
   {
-    SQLite::Statement q(db, "SELECT run_no FROM runs WHERE status='running' ORDER BY run_no");
-    while (q.executeStep())
-      live.push_back(q.getColumn(0).getInt64());
+    SQLite::Statement q(db, "SELECT run_no, run_id, session_id, host_seq FROM runs WHERE status='running' ORDER BY run_no");
+    while (q.executeStep()) {
+      std::string run_id = q.getColumn(1).getString();
+      if (continuing.count(run_id) == 0) {
+        live.push_back(q.getColumn(0).getInt64());
+      } else if (kept) {
+        (*kept)[run_id] = continuing_run{q.getColumn(2).getString(), static_cast<uint64_t>(q.getColumn(3).getInt64())};
+      }
+    }
   }
   SQLite::Statement next_seq(db, "SELECT coalesce(max(seq) + 1, 0) FROM events WHERE run_no=?");
   SQLite::Statement append(db, "INSERT INTO events(run_no, seq, at, body) VALUES(?, ?, ?, ?)");
@@ -75,47 +118,21 @@ recovery_report recover_open_runs(SQLite::Database& db, double now) {
     next_seq.executeStep();
     int64_t seq = next_seq.getColumn(0).getInt64();
     next_seq.reset();
-    auto add = [&](const json& event) {
+    auto add = [&](const std::string& body) {
       append.bind(1, run_no);
       append.bind(2, seq++);
       append.bind(3, now);
-      append.bind(4, protocol::dumps(event));
+      append.bind(4, body);
       append.exec();
       append.reset();
     };
-    open_questions open = find_open_questions(db, run_no);
-    for (const auto& id : open.approvals) {
-      json ev;
-      ev["event"] = "approval.resolved";
-      ev["approval_id"] = id;
-      ev["choice"] = "deny";
-      ev["reason"] = "daemon restarted";
-      add(ev);
-      ++report.approvals_denied;
-    }
-    for (const auto& requested : open.compressions) {
-      json ev;
-      ev["event"] = "bridge.compression.failed";
-      ev["request_id"] = requested.value("request_id", "");
-      ev["message_count"] = requested.value("message_count", json());
-      ev["approx_tokens"] = requested.value("approx_tokens", json());
-      ev["error"] = "hermes-bridge restarted before the compression reply";
-      add(ev);
-      ++report.compressions_failed;
-    }
-    for (const auto& id : open.clarifications) {
-      json ev;
-      ev["event"] = "clarify.resolved";
-      ev["clarify_id"] = id;
-      ev["response"] = nullptr;
-      ev["reason"] = "daemon restarted";
-      add(ev);
-    }
+    for (const auto& body : settle_open_questions(db, run_no, &report))
+      add(body);
     json recovered;
     recovered["event"] = "bridge.recovered";
     recovered["status"] = "interrupted";
     recovered["reason"] = restart_reason;
-    add(recovered);
+    add(protocol::dumps(recovered));
     json result;
     result["interrupted"] = true;
     result["error"] = restart_reason;

@@ -9,7 +9,10 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 
 #include <cstdint>
+#include <map>
+#include <set>
 #include <string>
+#include <vector>
 
 namespace hb::storage {
 
@@ -23,7 +26,24 @@ struct recovery_report {
 // The reason written into recovered runs and their events.
 extern const char* const restart_reason;
 
-recovery_report recover_open_runs(SQLite::Database& db, double now);
+// The events that settle a run's questions still open in the log (asked,
+// never resolved), each as the daemon's restart settles it: approvals
+// denied, compressions failed, clarifications unanswered, with the reason.
+// Counted into `report` when given.
+std::vector<std::string> settle_open_questions(SQLite::Database& db, int64_t run_no,
+                                               recovery_report* report = nullptr);
+
+// A live run left `running` because its turn goes on in a worker that
+// outlived the last daemon (bridge/worker/FRAMES.md, re-attaching).
+struct continuing_run {
+  std::string session_id;
+  uint64_t host_seq = 0; // the worker's frames up to this seq are in the log
+};
+
+// `continuing`: runs whose turns are still live somewhere; those of them the
+// log shows as running are left so, and come back in `kept`.
+recovery_report recover_open_runs(SQLite::Database& db, double now, const std::set<std::string>& continuing = {},
+                                  std::map<std::string, continuing_run>* kept = nullptr);
 
 // PRAGMA quick_check's verdict: "ok", or what is wrong.
 std::string check_integrity(SQLite::Database& db);

@@ -4,7 +4,7 @@
 
 namespace hb::storage {
 
-constexpr int schema_version = 3;
+constexpr int schema_version = 4;
 
 constexpr const char* schema_sql = R"SQL(
 CREATE TABLE IF NOT EXISTS meta(
@@ -30,7 +30,8 @@ CREATE TABLE IF NOT EXISTS runs(
   result     TEXT,
   error      TEXT,
   pruned_at  REAL,
-  user_message TEXT
+  user_message TEXT,
+  host_seq   INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS runs_by_session ON runs(session_id, run_no);
 CREATE INDEX IF NOT EXISTS runs_live ON runs(run_no) WHERE status = 'running';
@@ -62,6 +63,9 @@ constexpr migration migrations[] = {
   // The turn's user message, so that a turn cut by a crash stays in the
   // session's history (cut_turn.hpp); runs from before it have none.
   {2, "ALTER TABLE runs ADD COLUMN user_message TEXT;"},
+  // How far a worker's numbered output is in the log, so that a daemon that
+  // re-attaches to the worker asks for exactly what is missing.
+  {3, "ALTER TABLE runs ADD COLUMN host_seq INTEGER NOT NULL DEFAULT 0;"},
 };
 
 } // namespace hb::storage

@@ -1,14 +1,16 @@
-"""The worker's socket to the daemon (fd 3): frames queued in order and sent
-by a writer thread of its own (worker_main.py uses it; the frame format is
+"""The worker's connection to the daemon: fd 3, or the socket of a daemon that
+re-attached (worker_rendezvous.py); frames queued in order and sent by a
+writer thread of its own (worker_main.py uses it; the frame format is
 worker_frames.py's). Stdlib only."""
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import socket
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable
 
 import worker_frames as frames
 
@@ -27,7 +29,13 @@ class Connection:
     idle writer sends a lone frame at once: batches form only from what
     waits anyway. The lock is re-entrant so that resolve_gateway can hold
     it across the call that wakes an agent thread (see
-    Worker.resolve_gateway)."""
+    Worker.resolve_gateway).
+
+    A worker that may outlive its daemon (`outlives_daemon`) has no socket
+    while it is an orphan (`sock` is None): its turns' frames are only kept,
+    everything else is dropped, until a daemon attaches (`adopt`). A turn an
+    attached daemon has not yet said it follows is `held`: kept, not sent,
+    until `resume` sends what that daemon lacks."""
 
     # Queued bytes (about: characters) past which senders wait: back-pressure
     # reaches the agent's threads when the daemon reads slowly, as it would
@@ -40,8 +48,8 @@ class Connection:
     UNACKED_LIMIT = 64 << 20
 
     def __init__(self, sock: socket.socket) -> None:
-        self.sock = sock
-        self.inbox = sock.makefile("rb")
+        self.sock: socket.socket | None = sock
+        self.inbox: BinaryIO | None = sock.makefile("rb")
         self.lock = threading.RLock()
         self.cond = threading.Condition(self.lock)
         self.queue: list[dict[str, Any]] = []
@@ -49,10 +57,13 @@ class Connection:
         self.blocked = 0  # senders waiting for room
         self.idle = False  # the writer waits for frames
         self.broken = False
-        self.sending = False
+        self.outlives_daemon = False  # a lost socket makes an orphan, not a dead connection
+        self.sending: socket.socket | None = None  # the socket the writer is writing to
+        self.retired: list[socket.socket] = []  # lost sockets to close once the writer is off them
         self.unacked: dict[int, collections.deque] = {}  # turn -> (seq, body, size), oldest first
         self.unacked_bytes = 0
         self.unacked_frames = 0
+        self.turns: dict[int, "Turn"] = {}  # every turn live or with kept frames: what an attach is told
         threading.Thread(target=self._send_loop, name="hermes-bridge-frames", daemon=True).start()
 
     # Positional-only: an ask frame has a field named "kind".
@@ -61,51 +72,110 @@ class Connection:
         with self.lock:
             return self._queue(body, frames.size_hint(body))
 
+    def track(self, turn: "Turn") -> None:
+        with self.lock:
+            self.turns[turn.turn_id] = turn
+
     def send_for(self, turn: "Turn", frame_kind: str, /, **fields: Any) -> bool:
         """A turn's frame, numbered in the order it is queued."""
+        size = frames.size_hint(fields) + len(frame_kind)
         with self.lock:
-            if turn.closed:
-                return False  # a thread the turn left behind
+            if not self._room_for(turn, size):
+                return False  # a thread the turn left behind, or nobody will ever read it
             turn.seq += 1
-            body = {"t": frame_kind, "turn": turn.turn_id, "seq": turn.seq, **fields}
-            return self._keep(turn.turn_id, turn.seq, body, frames.size_hint(body))
+            self._keep(turn, {"t": frame_kind, "turn": turn.turn_id, "seq": turn.seq, **fields}, size)
+            return True
 
     def send_text(self, turn: "Turn", text: str) -> bool:
         """send_for(turn, "text", text=text), without the keyword dance: the
         one frame a streaming agent sends thousands of times a second."""
+        size = len(text) + frames.FRAME_OVERHEAD
         with self.lock:
-            if turn.closed:
+            if not self._room_for(turn, size):
                 return False
             turn.seq += 1
-            return self._keep(turn.turn_id, turn.seq, {"t": "text", "turn": turn.turn_id, "seq": turn.seq, "text": text},
-                              len(text) + frames.FRAME_OVERHEAD)
+            self._keep(turn, {"t": "text", "turn": turn.turn_id, "seq": turn.seq, "text": text}, size)
+            return True
 
-    def _keep(self, turn_id: int, seq: int, body: dict[str, Any], size: int) -> bool:
-        """Queues a turn's frame and keeps it until it is committed."""
-        if not self._queue(body, size):
-            return False
-        kept = self.unacked.get(turn_id)
+    def end_turn(self, turn: "Turn", **fields: Any) -> None:
+        """The turn's `turn_end`, and nothing of the turn after it."""
+        with self.lock:
+            self.send_for(turn, "turn_end", **fields)
+            turn.closed = True
+            if turn.turn_id not in self.unacked:
+                self.turns.pop(turn.turn_id, None)
+
+    def _room_for(self, turn: "Turn", size: int) -> bool:
+        # The wait comes before the frame gets its seq: a turn's frames are
+        # queued and kept in seq order whichever of its threads wakes first.
+        if size > frames.MAX_FRAME_BYTES:  # the sender's error, as when it encoded its own frames
+            raise frames.FrameError(f"frame of about {size} bytes is over the limit")
+        while (self.queued > self.QUEUE_LIMIT or self.unacked_bytes > self.UNACKED_LIMIT) and not (
+                self.broken or turn.closed):
+            self.blocked += 1
+            self.cond.wait(1.0)
+            self.blocked -= 1
+        return not (self.broken or turn.closed)
+
+    def _keep(self, turn: "Turn", body: dict[str, Any], size: int) -> None:
+        """Queues a turn's frame unless nobody may have it yet, and keeps it
+        until it is committed."""
+        if not turn.held and self.sock is not None:
+            self.queue.append(body)
+            self.queued += size
+            if self.idle:
+                self.idle = False
+                self.cond.notify_all()
+        kept = self.unacked.get(turn.turn_id)
         if kept is None:
-            kept = self.unacked[turn_id] = collections.deque()
-        kept.append((seq, body, size))
+            kept = self.unacked[turn.turn_id] = collections.deque()
+        kept.append((turn.seq, body, size))
         self.unacked_bytes += size
         self.unacked_frames += 1
-        return True
 
     def committed(self, turn_id: int, seq: int) -> None:
         """The daemon's event log holds `turn_id`'s frames up to `seq`."""
         with self.lock:
-            kept = self.unacked.get(turn_id)
-            if kept is None:
-                return
-            while kept and kept[0][0] <= seq:
-                _, _, size = kept.popleft()
-                self.unacked_bytes -= size
-                self.unacked_frames -= 1
-            if not kept:
-                del self.unacked[turn_id]
-            if self.blocked:
-                self.cond.notify_all()  # room for senders waiting on the bound
+            self._let_go(turn_id, seq)
+
+    def _let_go(self, turn_id: int, seq: float) -> None:
+        kept = self.unacked.get(turn_id)
+        if kept is None:
+            return
+        while kept and kept[0][0] <= seq:
+            _, _, size = kept.popleft()
+            self.unacked_bytes -= size
+            self.unacked_frames -= 1
+        if not kept:
+            del self.unacked[turn_id]
+            turn = self.turns.get(turn_id)
+            if turn is not None and turn.closed:
+                del self.turns[turn_id]
+        if self.blocked:
+            self.cond.notify_all()  # room for senders waiting on the bound
+
+    def resume(self, turn_id: int, after: int) -> None:
+        """An attached daemon follows a held turn: what it lacks is queued now,
+        under the lock, so the turn's next frames can only come after it."""
+        with self.lock:
+            turn = self.turns.get(turn_id)
+            if turn is None or not turn.held:
+                return  # not one it was told of, or resumed already: sending again would repeat frames
+            self._let_go(turn_id, after)
+            turn.held = False
+            for _, body, size in self.unacked.get(turn_id, ()):
+                self._queue(body, size, wait=False)  # the reading thread never waits for room
+
+    def drop(self, turn_id: int) -> bool:
+        """An attached daemon will not follow this turn: nothing more of it is
+        kept or sent. False if there was no such turn."""
+        with self.lock:
+            turn = self.turns.pop(turn_id, None)
+            if turn is None:
+                return False
+            turn.closed, turn.held = True, False
+            self._let_go(turn_id, float("inf"))
+            return True
 
     def send_now(self, frame_kind: str, /, **fields: Any) -> bool:
         """A frame that does not wait for room (a heartbeat's reply: tiny, and
@@ -115,14 +185,15 @@ class Connection:
             return self._queue(body, frames.FRAME_OVERHEAD, wait=False)
 
     def _queue(self, body: dict[str, Any], size: int, wait: bool = True) -> bool:
-        if size > frames.MAX_FRAME_BYTES:  # the sender's error, as when it encoded its own frames
+        if size > frames.MAX_FRAME_BYTES:
             raise frames.FrameError(f"frame of about {size} bytes is over the limit")
-        while wait and (self.queued > self.QUEUE_LIMIT or self.unacked_bytes > self.UNACKED_LIMIT) and not self.broken:
+        while wait and (self.queued > self.QUEUE_LIMIT or self.unacked_bytes > self.UNACKED_LIMIT) and not (
+                self.broken or self.sock is None):
             self.blocked += 1
             self.cond.wait(1.0)
             self.blocked -= 1
-        if self.broken:
-            return False
+        if self.broken or self.sock is None:
+            return False  # an orphan's reply or warm: its asker is gone
         self.queue.append(body)
         self.queued += size
         if self.idle:
@@ -130,35 +201,103 @@ class Connection:
             self.cond.notify_all()
         return True
 
+    # -- losing and finding a daemon ------------------------------------------
+    def orphan(self) -> None:
+        """The daemon went away without `shutdown`: no socket until one attaches.
+        What was queued for it is dropped; its turns' frames stay kept."""
+        with self.cond:
+            lost, lost_inbox, self.sock, self.inbox = self.sock, self.inbox, None, None
+            self.queue.clear()
+            self.queued = 0
+            if lost_inbox is not None:
+                lost_inbox.close()  # the reading thread, which calls this, is done with it
+            if lost is not None:
+                self._retire(lost)
+            self.cond.notify_all()  # senders waiting for room: a reply is dropped now
+
+    def _retire(self, lost: socket.socket) -> None:
+        # Shut down at once (a writer blocked on it wakes); closed only once no
+        # thread can be inside a call on it, lest its descriptor be reused by
+        # an attaching daemon's socket while that call still names it.
+        with contextlib.suppress(OSError):
+            lost.shutdown(socket.SHUT_RDWR)
+        if self.sending is lost:
+            self.retired.append(lost)
+        else:
+            lost.close()
+
+    def adopt(self, sock: socket.socket, describe: Callable[[], dict[str, Any]]) -> bool:
+        """Makes an attaching daemon's socket the connection, its first frame
+        `describe()`'s, if the worker has no daemon and is not winding down:
+        one check and one change under the lock, so of two racing daemons
+        exactly one gets in. Every turn it is told of is held until it says
+        `resume` or `drop_turn`."""
+        with self.cond:
+            if self.sock is not None or self.broken:
+                return False
+            first = describe()
+            for turn in self.turns.values():
+                turn.held = True
+            self.sock, self.inbox = sock, sock.makefile("rb")
+            self.queue = [first]
+            self.queued = frames.size_hint(first)
+            self.idle = False
+            self.cond.notify_all()
+            return True
+
+    def wait_for_daemon(self, timeout_s: float) -> BinaryIO | None:
+        """The attached daemon's stream, once one attaches within `timeout_s`;
+        else None, and no daemon can attach any more (and senders give up)."""
+        deadline = time.monotonic() + timeout_s
+        with self.cond:
+            while self.sock is None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    self.broken = True
+                    self.cond.notify_all()
+                    return None
+                self.cond.wait(left)
+            return self.inbox
+
+    # -- the writer --------------------------------------------------------------
     def _send_loop(self) -> None:
         while True:
             with self.cond:
-                while not self.queue:
+                while not self.queue or self.sock is None:
                     self.idle = True
                     self.cond.wait()
+                sock = self.sock
                 bodies, self.queue, self.queued = self.queue, [], 0
-                self.sending = True
+                self.sending = sock
                 if self.blocked:
                     self.cond.notify_all()  # room for blocked senders
             try:
                 # Encoded here, on the one writer thread, not on the agents'.
-                self.sock.sendall(frames.encode_all(bodies))
+                sock.sendall(frames.encode_all(bodies))
             except (OSError, frames.FrameError):
                 with self.cond:
-                    self.broken = True
-                    self.queue.clear()
-                    self.cond.notify_all()
-                return
+                    if not self.outlives_daemon:
+                        self.broken = True
+                        self.queue.clear()
+                        self.cond.notify_all()
+                        return
+                # The reading thread sees the socket end and makes the worker an
+                # orphan; the turns' frames in what was lost are still kept.
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
             finally:
                 with self.cond:
-                    self.sending = False
+                    self.sending = None
+                    if sock in self.retired:
+                        self.retired.remove(sock)
+                        sock.close()
                     self.cond.notify_all()
 
     def drain(self, timeout_s: float) -> None:
         """Waits (a bounded time) until everything queued has been sent."""
         deadline = time.monotonic() + timeout_s
         with self.cond:
-            while (self.queue or self.sending) and not self.broken:
+            while (self.queue or self.sending is not None) and self.sock is not None and not self.broken:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return

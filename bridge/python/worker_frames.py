@@ -13,6 +13,9 @@ from typing import Any, BinaryIO
 MAX_PART_BYTES = 32 << 20
 MORE_PARTS = 1 << 31
 MAX_FRAME_BYTES = 1 << 30
+# This format's version (FRAMES.md, "Versions"): in `ready`, `attach` and
+# `attached`.
+FRAMES_VERSION = 2
 
 
 class FrameError(Exception):
@@ -99,7 +102,11 @@ def read(stream: BinaryIO) -> dict[str, Any] | None:
         parts.append(part)
         if not more:
             break
-    body = parts[0] if len(parts) == 1 else b"".join(parts)
+    return read_body(parts[0] if len(parts) == 1 else b"".join(parts))
+
+
+def read_body(body: bytes) -> dict[str, Any]:
+    """A frame's body as the frame it holds."""
     try:
         frame = json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:

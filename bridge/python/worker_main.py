@@ -9,7 +9,9 @@ it first on sys.path, the current directory nowhere). It calls the same adapter 
 turns every callback into a frame (worker_frames, FRAMES.md), and a
 question blocks the agent's thread until the daemon's answer arrives.
 This process owns its os.environ: only its profile's environment is in it.
-When the daemon goes away (the socket ends) it interrupts its turns and exits.
+When the daemon goes away (the socket ends) it interrupts its turns and exits;
+or, with `--rendezvous DIR` and an `--orphan-timeout`, its turns go on while it
+waits that long for a daemon to attach to its own socket (worker_rendezvous).
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import contextlib
-import importlib
 import itertools
 import json
 import os
@@ -25,12 +26,15 @@ import signal
 import socket
 import sys
 import threading
+import time
 import traceback
 from typing import Any, Callable
 
 import bridge_adapter as adapter
 import worker_frames as frames
 from worker_connection import Connection
+from worker_rendezvous import describe, open_rendezvous
+from worker_warmup import preimport
 from bridge_json import clean_text
 from bridge_profiles import environment
 
@@ -59,11 +63,14 @@ class Turn:
     """The sink of one running turn: what embedded_agent.cpp's Sink is in
     the daemon (text, event, ask_*, gateway_notify), as frames."""
 
-    def __init__(self, worker: "Worker", turn_id: int) -> None:
+    def __init__(self, worker: "Worker", turn_id: int, handle: int, run: str) -> None:
         self.worker = worker
         self.turn_id = turn_id
-        self.seq = 0
-        self.closed = False
+        self.handle = handle
+        self.run = run  # the daemon's name for it: how a daemon that attaches later knows it
+        self.seq = 0  # the last seq written; the connection's lock guards it
+        self.closed = False  # turn_end written (or the turn dropped): nothing more of it
+        self.held = False  # an attached daemon has not yet said it follows the turn
 
     def text(self, text: Any) -> None:
         if text is None:
@@ -90,11 +97,14 @@ class Turn:
         return self._ask("clarify", request_json, timeout_s)
 
     def _ask(self, kind: str, request_json: str, timeout_s: float) -> str:
-        ask_id, waiter = self.worker.open_question()
+        ask_id, waiter = self.worker.open_question(self.turn_id, kind, request_json, float(timeout_s))
+        conn = self.worker.conn
         try:
-            if not self.worker.conn.send_for(self, "ask", ask=ask_id, kind=kind, request=request_json,
-                                             timeout_s=float(timeout_s)):
-                return DEFAULT_ANSWERS[kind]
+            with conn.lock:  # its seq, exactly: a daemon that attaches is told of it by its seq
+                if not conn.send_for(self, "ask", ask=ask_id, kind=kind, request=request_json,
+                                     timeout_s=float(timeout_s)):
+                    return DEFAULT_ANSWERS[kind]
+                waiter["seq"] = self.seq
             if not waiter["done"].wait(float(timeout_s) + ASK_GRACE_S):
                 return DEFAULT_ANSWERS[kind]
             answer = waiter["answer"]
@@ -104,11 +114,16 @@ class Turn:
 
 
 class Worker:
-    def __init__(self, conn: Connection, configure_error: str) -> None:
+    # Lock order: the connection's lock, then this one; never the other way.
+    def __init__(self, conn: Connection, configure_error: str, identity: dict[str, Any]) -> None:
         self.conn = conn
         self.configure_error = configure_error
+        self.identity = identity  # what `ready` said, said again to a daemon that attaches
+        self.warm = False  # `warm` sent, or due while no daemon was there to get it
+        self.highest_req = 0  # a daemon that attaches numbers its calls above it
         self.lock = threading.Lock()
         self.sessions: dict[int, Any] = {}  # handle -> bridge_session.Session
+        self.session_ids: dict[int, str] = {}  # handle -> the session_id its create_session named
         self.turns: dict[int, tuple[Turn, Any]] = {}  # turn id -> (sink, session)
         self.questions: dict[int, dict[str, Any]] = {}
         self.ask_ids = itertools.count(1)
@@ -118,8 +133,10 @@ class Worker:
         }
 
     # -- questions ---------------------------------------------------------
-    def open_question(self) -> tuple[int, dict[str, Any]]:
-        waiter = {"done": threading.Event(), "answer": None}
+    def open_question(self, turn_id: int, kind: str, request_json: str,
+                      timeout_s: float) -> tuple[int, dict[str, Any]]:
+        waiter = {"done": threading.Event(), "answer": None, "turn": turn_id, "kind": kind,
+                  "request": request_json, "timeout_s": timeout_s, "asked_at": time.monotonic(), "seq": None}
         with self.lock:
             ask_id = next(self.ask_ids)
             self.questions[ask_id] = waiter
@@ -165,12 +182,17 @@ class Worker:
             session, config = adapter.create_session(f["session_id"], f["profile"], f["model"], f["provider"])
             with self.lock:
                 self.sessions[f["handle"]] = session
+                self.session_ids[f["handle"]] = f["session_id"]
             return config
         self.in_thread(lambda: self.reply(f["req"], build))
 
     def start_turn(self, f: dict[str, Any]) -> None:
+        # Known to the connection from now on, so that a daemon attaching
+        # before the thread gets going is told of the turn.
+        sink = Turn(self, f["turn"], f["handle"], str(f.get("run", "")))
+        self.conn.track(sink)
+
         def run() -> None:
-            sink = Turn(self, f["turn"])
             parts: list = ["error", None, None, None, 0]
             try:
                 session = self.session(f["handle"])
@@ -183,10 +205,8 @@ class Worker:
             finally:
                 with self.lock:
                     self.turns.pop(f["turn"], None)
-            with self.conn.lock:  # the end, and nothing of this turn after it
-                self.conn.send_for(sink, "turn_end", status=parts[0], result=parts[1], error=parts[2],
-                                   history=parts[3], message_count=int(parts[4] or 0))
-                sink.closed = True
+            self.conn.end_turn(sink, status=parts[0], result=parts[1], error=parts[2], history=parts[3],
+                               message_count=int(parts[4] or 0))
         threading.Thread(target=run, name=f"hermes-bridge-turn-{f['turn']}", daemon=True).start()
 
     def resolve_gateway(self, f: dict[str, Any]) -> None:
@@ -202,6 +222,7 @@ class Worker:
     def release(self, f: dict[str, Any]) -> None:
         with self.lock:
             session = self.sessions.pop(f["handle"], None)
+            self.session_ids.pop(f["handle"], None)
         if session is not None:
             self.in_thread(lambda: adapter.release(session), "quick")
 
@@ -213,9 +234,27 @@ class Worker:
             return str(fn(first(), f["op"], f["args"]))
         self.in_thread(lambda: self.reply(f["req"], run))
 
+    def drop_turn(self, turn_id: int) -> None:
+        """An attached daemon will not follow this turn: it stops, and its
+        questions get their fail-closed defaults, as nobody will answer them."""
+        if not self.conn.drop(turn_id):
+            return
+        with self.lock:
+            live = self.turns.get(turn_id)
+            waiting = [w for w in self.questions.values() if w["turn"] == turn_id]
+        for waiter in waiting:
+            waiter["done"].set()
+        if live is not None:
+            session = live[1]
+            self.in_thread(lambda: adapter.interrupt(session, json.dumps("hermes-bridge dropped this turn")),
+                           "quick")
+
     def dispatch(self, f: dict[str, Any]) -> bool:
         """Handles one frame from the daemon; False once told to stop."""
         kind = f["t"]
+        req = f.get("req")
+        if type(req) is int and req > self.highest_req:
+            self.highest_req = req
         if kind == "heartbeat":
             self.conn.send_now("heartbeat_reply", beat=int(f["beat"]), unacknowledged=self.conn.unacked_frames)
         elif kind == "answer":
@@ -243,6 +282,10 @@ class Worker:
             self.named_call(f, "profile_call", lambda: f["profile"])
         elif kind == "committed":
             self.conn.committed(int(f["turn"]), int(f["seq"]))
+        elif kind == "resume":
+            self.conn.resume(int(f["turn"]), int(f["after"]))
+        elif kind == "drop_turn":
+            self.drop_turn(int(f["turn"]))
         elif kind == "shutdown":
             return False
         else:
@@ -270,64 +313,24 @@ class Worker:
             deadline.wait(0.05)
 
 
-# What the first AIAgent of a process and its first turn import beyond
-# run_agent (hermes-agent 0.18; a module an agent lacks is skipped): its
-# model client and the client's resources (loaded on first use), the
-# provider resolution, its init helpers, session store and turn loop.
-# Measured on the real agent, after `import run_agent` alone a fresh
-# process's first session took 5 s and its first turn 4 s more (later ones
-# 0.2 s and 0.15 s): a spare warmed without them makes its first session wait.
-FIRST_AGENT_MODULES = (
-    "openai", "httpx", "openai.resources", "openai.lib.streaming.chat", "hermes_cli.runtime_provider",
-    "agent.agent_init", "hermes_state", "agent.transports.chat_completions", "agent.conversation_loop",
-    "agent.system_prompt", "agent.chat_completion_helpers", "agent.turn_context", "agent.turn_finalizer",
-    "agent.conversation_compression", "agent.prompt_caching", "agent.display", "agent.title_generator",
-    "hermes_cli.skin_engine", "hermes_cli.moa_config")
+def say_warm(worker: Worker) -> None:
+    with worker.conn.lock:  # a daemon attaching meanwhile gets `warm` in `attached` or after it, never both
+        worker.warm = True
+        worker.conn.send("warm")
 
 
-def pay_first_agent_costs(profile_toolsets: list[str] | None) -> None:
-    """What a process's first agent pays once, beyond imports (hermes-agent
-    0.18.2, measured in one process with every module above imported):
-    its construction's toolset availability checks (each check's first run
-    imports, builds SSL contexts, may try a lazy dependency: 0.99 s for a
-    first construction, 0.24 s for later ones, 0.37 s after this) and its
-    first turn's environment probe (python3 and pip versions, by
-    subprocess, cached for the process: 0.62 s of a 0.78 s first turn). Both
-    are done here for the toolsets a session of this profile gets, so that
-    a spare's first session costs about what later ones do. The same calls
-    the first session would make, only earlier: nothing is written, no model
-    is called."""
-    with contextlib.suppress(Exception):
-        import model_tools
-        model_tools.get_tool_definitions(enabled_toolsets=profile_toolsets, quiet_mode=True)
-    with contextlib.suppress(Exception):
-        from tools.env_probe import get_environment_probe_line
-        get_environment_probe_line()
-
-
-def preimport(profile: str, conn: Connection) -> None:
-    """Imports run_agent and FIRST_AGENT_MODULES ahead of the first
-    create_session (seconds for the real agent), inside the profile's
-    environment as create_session would: its module-level code reads
-    HERMES_HOME and loads that home's .env; then pays what a first agent
-    pays once (pay_first_agent_costs). Then says `warm`: the daemon places new sessions
-    only on warm workers."""
+def serve(worker: Worker, inbox: Any) -> bool:
+    """Handles the daemon's frames until it says `shutdown` (True) or goes
+    away (False)."""
     try:
-        from bridge_profiles import GATE, PATHS, load_config, toolsets_for
-        with GATE.hold(profile or "default"):
-            root = PATHS["agent_root"]
-            if root is not None and str(root) not in sys.path:
-                sys.path.insert(0, str(root))
-            import run_agent  # noqa: F401
-            for name in FIRST_AGENT_MODULES:
-                try:
-                    importlib.import_module(name)
-                except Exception:
-                    pass  # not this agent's, or broken: its first session says so if it matters
-            pay_first_agent_costs(toolsets_for(load_config()))
-    except BaseException:
-        pass  # create_session imports it again and reports what fails
-    conn.send("warm")
+        while True:
+            frame = frames.read(inbox)
+            if frame is None:
+                return False
+            if not worker.dispatch(frame):
+                return True
+    except (ConnectionResetError, BrokenPipeError):
+        return False  # the daemon went away with frames of ours unread: gone all the same, as at EOF
 
 
 def main(argv: list[str]) -> int:
@@ -336,6 +339,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--agent-root", default="")
     parser.add_argument("--hermes-home", default="")
     parser.add_argument("--profile", default="default")
+    parser.add_argument("--rendezvous", default="")
+    parser.add_argument("--orphan-timeout", type=float, default=0.0)
+    parser.add_argument("--daemon-key", default="")  # the starting daemon's, in the record: whose worker this is
     args = parser.parse_args(argv)
     # Ctrl-C is for the daemon, which stops its workers itself.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -347,29 +353,44 @@ def main(argv: list[str]) -> int:
     except BaseException as exc:
         error = f"{type(exc).__name__}: {exc}"
     env = environment(root)
-    conn.send("ready", pid=os.getpid(), python=env["python"], python_version=env["python_version"],
-              agent_root=str(root), agent_version=env["agent_version"], error=clean_text(error))
-    worker = Worker(conn, error)
-    if error:
-        conn.send("warm")  # nothing to import: every create_session fails at once with the error
-    else:
-        threading.Thread(target=preimport, args=(args.profile, conn), daemon=True).start()
+    identity = {"pid": os.getpid(), "version": frames.FRAMES_VERSION, "python": env["python"],
+                "python_version": env["python_version"], "agent_root": str(root),
+                "agent_version": env["agent_version"], "error": clean_text(error)}
+    worker = Worker(conn, error, identity)
+    rendezvous = open_rendezvous(args.rendezvous, args.profile, args.daemon_key) if args.rendezvous else None
+    orphan_timeout = max(args.orphan_timeout, 0.0) if rendezvous is not None else 0.0
     why = "hermes-bridge went away"
     try:
-        while True:
-            frame = frames.read(conn.inbox)
-            if frame is None:
-                break
-            if not worker.dispatch(frame):
+        if rendezvous is not None:
+            conn.outlives_daemon = orphan_timeout > 0
+            rendezvous.remove_on_sigterm()
+            rendezvous.serve(conn, lambda: describe(worker))
+        conn.send("ready", **identity)
+        if error:
+            say_warm(worker)  # nothing to import: every create_session fails at once with the error
+        else:
+            threading.Thread(target=preimport, args=(args.profile, lambda: say_warm(worker)), daemon=True).start()
+        inbox = conn.inbox
+        while inbox is not None:
+            if serve(worker, inbox):
                 why = "hermes-bridge is shutting down"
                 break
-    except (ConnectionResetError, BrokenPipeError):
-        pass  # the daemon went away with frames of ours unread: gone all the same, as at EOF
-    except (frames.FrameError, KeyError, TypeError, OSError) as exc:
-        print(f"hermes-bridge worker: cannot read the daemon's frames: {exc}", file=sys.stderr)
+            if orphan_timeout <= 0 or rendezvous is None:
+                break
+            conn.orphan()
+            rendezvous.move_output()
+            inbox = conn.wait_for_daemon(orphan_timeout)
+    except (frames.FrameError, KeyError, TypeError, ValueError, OSError) as exc:
+        with contextlib.suppress(OSError):  # its stderr may be a closed pipe: nothing may keep it from exiting
+            print(f"hermes-bridge worker: cannot read the daemon's frames: {exc}", file=sys.stderr)
+    finally:
+        if rendezvous is not None:
+            rendezvous.remove()  # first: no daemon tries to attach to a worker on its way out
     worker.wind_down(why)
     conn.drain(1.0)  # the turns' last frames, if anyone still reads them
-    sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):  # a closed pipe must not keep the process from exiting
+            stream.flush()
     os._exit(0)  # the agent's own threads may never end
 
 

@@ -19,7 +19,7 @@ template <class F> void fields(F& f, create_session& x) {
 }
 template <class F> void fields(F& f, prepare_turn& x) { f("req", x.req), f("handle", x.handle); }
 template <class F> void fields(F& f, start_turn& x) {
-  f("turn", x.turn), f("handle", x.handle), f("request", x.request);
+  f("turn", x.turn), f("handle", x.handle), f("run", x.run), f("request", x.request);
 }
 template <class F> void fields(F& f, interrupt_turn& x) {
   f("req", x.req), f("handle", x.handle), f("message", x.message);
@@ -44,8 +44,11 @@ template <class F> void fields(F& f, heartbeat_reply& x) {
   f("beat", x.beat);
   f("unacknowledged", x.unacknowledged);
 }
+template <class F> void fields(F& f, attach& x) { f("secret", x.secret), f("version", x.version); }
+template <class F> void fields(F& f, resume& x) { f("turn", x.turn), f("after", x.after); }
+template <class F> void fields(F& f, drop_turn& x) { f("turn", x.turn); }
 template <class F> void fields(F& f, ready& x) {
-  f("pid", x.pid), f("python", x.python), f("python_version", x.python_version), f("agent_root", x.agent_root),
+  f("pid", x.pid), f("version", x.version), f("python", x.python), f("python_version", x.python_version), f("agent_root", x.agent_root),
     f("agent_version", x.agent_version), f("error", x.error);
 }
 template <class F> void fields(F& f, reply& x) {
@@ -66,6 +69,19 @@ template <class F> void fields(F& f, turn_end& x) {
 }
 
 template <class F> void fields(F&, warm&) {}
+template <class F> void fields(F& f, held_session& x) { f("handle", x.handle), f("session_id", x.session_id); }
+template <class F> void fields(F& f, held_turn& x) {
+  f("turn", x.turn), f("handle", x.handle), f("run", x.run), f("seq", x.seq), f("ended", x.ended);
+}
+template <class F> void fields(F& f, held_ask& x) {
+  f("turn", x.turn), f("ask", x.ask), f("seq", x.seq), f("kind", x.kind), f("request", x.request),
+    f("timeout_s", x.timeout_s), f("waited_s", x.waited_s);
+}
+template <class F> void fields(F& f, attached& x) {
+  fields(f, x.who);
+  f("warm", x.warm), f("req", x.req), f("sessions", x.sessions), f("turns", x.turns), f("asks", x.asks);
+}
+template <class F> void fields(F& f, attach_refused& x) { f("reason", x.reason); }
 template <class F> void fields(F& f, batch& x) { f("frames", x.frames); }
 
 template <class T> constexpr const char* kind_name();
@@ -94,6 +110,11 @@ HB_FRAME_NAME(notify)
 HB_FRAME_NAME(turn_end)
 HB_FRAME_NAME(warm)
 HB_FRAME_NAME(batch)
+HB_FRAME_NAME(attach)
+HB_FRAME_NAME(resume)
+HB_FRAME_NAME(drop_turn)
+HB_FRAME_NAME(attached)
+HB_FRAME_NAME(attach_refused)
 #undef HB_FRAME_NAME
 
 template <class Variant> json body_of(const Variant& frame);
@@ -106,6 +127,16 @@ struct writer {
     json& list = out[key] = json::array();
     for (const auto& f : frames)
       list.push_back(body_of(f));
+    return 0;
+  }
+  template <class T> int operator()(const char* key, const std::vector<T>& items) {
+    json& list = out[key] = json::array();
+    for (const auto& item : items) {
+      json one = json::object();
+      writer w{one};
+      fields(w, const_cast<T&>(item)); // the writer only reads
+      list.push_back(std::move(one));
+    }
     return 0;
   }
   template <class V> int operator()(const char* key, const V& v) {
@@ -159,6 +190,19 @@ struct reader {
     v.reserve(j.size());
     for (json& body : j)
       v.push_back(decode_body<turn_frame>(body));
+    return 0;
+  }
+  template <class T> int operator()(const char* key, std::vector<T>& items) {
+    json& j = at(key);
+    if (!j.is_array())
+      wrong(key, "an array");
+    items.reserve(j.size());
+    for (json& one : j) {
+      if (!one.is_object())
+        wrong(key, "an array of objects");
+      reader r{one, kind};
+      fields(r, items.emplace_back());
+    }
     return 0;
   }
   int operator()(const char* key, uint64_t& v) {
@@ -263,6 +307,8 @@ template <class Variant> Variant decode_body(json& body) {
 }
 
 } // namespace
+
+bool compatible_version(int64_t version) { return version == frames_version; }
 
 std::string encode(const to_worker& frame) { return encode_any(frame); }
 std::string encode(const from_worker& frame) { return encode_any(frame); }

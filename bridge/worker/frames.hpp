@@ -14,6 +14,12 @@
 
 namespace hb::bridge::worker {
 
+// The version of this format (FRAMES.md, "Versions"): in `ready`, `attach`
+// and `attached`. A daemon re-attaches only to workers whose version it
+// lists in compatible_versions.
+constexpr int64_t frames_version = 2;
+bool compatible_version(int64_t version);
+
 // ---- daemon -> worker --------------------------------------------------------
 
 struct create_session {  // build an AIAgent; answered by `reply` (value: its config JSON)
@@ -28,6 +34,7 @@ struct prepare_turn {    // clear a stale interrupt; answered by `reply`
 struct start_turn {      // run one turn; output comes back as text/event/ask/notify, then turn_end
   uint64_t turn = 0;     // unique per worker process, chosen by the daemon
   uint64_t handle = 0;
+  std::string run;       // the daemon's run id: how a re-attaching daemon knows the turn
   std::string request;   // the chat request, JSON
 };
 struct interrupt_turn {  // answered by `reply`
@@ -70,11 +77,25 @@ struct shutdown {};      // interrupt every turn, exit
 struct heartbeat {       // answered at once by the worker's reading thread (heartbeat_reply)
   uint64_t beat = 0;
 };
+// Re-attaching (FRAMES.md): the first frame on a worker's own socket ...
+struct attach {
+  std::string secret;    // from the worker's 0600 record file
+  int64_t version = frames_version;
+};
+// ... then, for every turn `attached` listed, one of these two.
+struct resume {          // send the turn's kept frames after `after`, then go on as before
+  uint64_t turn = 0;
+  uint64_t after = 0;    // the highest seq the event log holds for it
+};
+struct drop_turn {       // nobody follows this turn: interrupt it, keep and send nothing of it
+  uint64_t turn = 0;
+};
 
 // ---- worker -> daemon --------------------------------------------------------
 
 struct ready {           // first frame: who the worker is
   int64_t pid = 0;
+  int64_t version = 0;
   std::string python, python_version, agent_root, agent_version;
   std::string error;     // the adapter could not be configured (every create then fails)
 };
@@ -117,6 +138,33 @@ struct turn_end {
   int64_t message_count = 0;
 };
 struct warm {};           // the agent's imports are done (or failed): sessions may come
+// What a worker holds, as it tells a daemon that attaches to it.
+struct held_session {
+  uint64_t handle = 0;
+  std::string session_id;
+};
+struct held_turn {
+  uint64_t turn = 0, handle = 0;
+  std::string run;
+  uint64_t seq = 0;      // the last seq it wrote for the turn
+  bool ended = false;    // its turn_end is written (and kept until committed)
+};
+struct held_ask {        // a question whose thread still waits for its answer
+  uint64_t turn = 0, ask = 0, seq = 0;
+  std::string kind, request;
+  double timeout_s = 0, waited_s = 0;
+};
+struct attached {        // the answer to a good `attach`
+  ready who;             // as its `ready` said (the fields travel at the top level)
+  bool warm = false;
+  uint64_t req = 0;      // the highest req it has seen: the new daemon's start above it
+  std::vector<held_session> sessions;
+  std::vector<held_turn> turns;
+  std::vector<held_ask> asks;
+};
+struct attach_refused {
+  std::string reason;
+};
 // The turn frames that piled up while the worker's writer was busy, in the
 // order (and with the seq) they would have gone one by one.
 using turn_frame = std::variant<text, event, ask, notify, turn_end>;
@@ -126,8 +174,9 @@ struct batch {
 
 using to_worker = std::variant<create_session, prepare_turn, start_turn, interrupt_turn, steer_turn,
                                release_session, resolve_gateway, session_call, profile_call, answer,
-                               committed, shutdown, heartbeat>;
-using from_worker = std::variant<ready, reply, text, event, ask, notify, turn_end, heartbeat_reply, warm, batch>;
+                               committed, shutdown, heartbeat, attach, resume, drop_turn>;
+using from_worker = std::variant<ready, reply, text, event, ask, notify, turn_end, heartbeat_reply, warm, batch,
+                                 attached, attach_refused>;
 
 // A frame that cannot be read: the stream is corrupt and the worker is cut off.
 struct frame_error : std::runtime_error {

@@ -13,6 +13,8 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
+#include <set>
 #include <random>
 
 namespace hb::bridge::worker {
@@ -116,11 +118,25 @@ module_dir write_modules(const std::string& runtime_dir) {
   return out;
 }
 
+namespace {
+std::mutex kept_mu;
+std::set<std::string> kept_dirs; // guarded by kept_mu
+} // namespace
+
+void keep_module_dir(const std::string& path) {
+  std::lock_guard<std::mutex> lock(kept_mu);
+  kept_dirs.insert(path);
+}
+
 void remove_stale_module_dirs(const std::string& runtime_dir) {
   std::error_code ec;
+  std::lock_guard<std::mutex> lock(kept_mu);
   for (const auto& entry : std::filesystem::directory_iterator(runtime_dir, ec)) {
     std::string name = entry.path().filename().string();
-    if (name.rfind("worker-", 0) != 0)
+    // Directories only: a live worker's record, socket and log are files
+    // beside them (worker-<pid>.json, .sock, .log), its own business.
+    if (name.rfind("worker-", 0) != 0 || entry.is_regular_file(ec) || entry.is_socket(ec) ||
+        kept_dirs.count(entry.path().string()))
       continue;
     char* end = nullptr;
     long pid = std::strtol(name.c_str() + 7, &end, 10);

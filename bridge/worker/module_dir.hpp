@@ -26,8 +26,11 @@ struct module_dir {
 // (created 0700 if missing); throws protocol::wire_error (RuntimeError).
 module_dir write_modules(const std::string& runtime_dir);
 
-// Removes what a daemon that was killed left in `runtime_dir`.
+// Removes the module directories a daemon that was killed left in
+// `runtime_dir`, except those of workers that outlived it (kept).
 void remove_stale_module_dirs(const std::string& runtime_dir);
+// A module directory a worker this daemon adopted still uses.
+void keep_module_dir(const std::string& path);
 
 // The arguments after the interpreter's own argv: `-B -c <bootstrap> ...`,
 // with `-P` first when the interpreter has it (Python 3.11+). The bootstrap

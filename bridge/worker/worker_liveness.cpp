@@ -108,7 +108,7 @@ void worker_process::kill_unresponsive(const std::string& why) {
   unresponsive_ = true;
   report_worker_event({true, "worker.unresponsive", "killing an agent worker that does not answer",
                        {{"profile", profile_}, {"pid", std::to_string(pid_)}, {"reason", why}}});
-  ::kill(pid_, SIGKILL); // works on a stopped process too; the reader reaps it
+  send_signal(SIGKILL); // works on a stopped process too; the reader reaps it
 }
 
 void worker_process::acknowledge(uint64_t turn, uint64_t seq) {

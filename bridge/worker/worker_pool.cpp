@@ -29,13 +29,11 @@ std::shared_ptr<worker_pool::slot> worker_pool::pick(const std::string& profile)
   auto& slots = slots_[profile];
   if (options_.per_profile == 0)
     return pick_warm(slots, profile);
-  if (slots.empty()) {
-    for (size_t i = 0; i < options_.per_profile; ++i) {
-      auto s = std::make_shared<slot>();
-      s->profile = profile;
-      s->index = i;
-      slots.push_back(s);
-    }
+  for (size_t i = slots.size(); i < options_.per_profile; ++i) { // (adopted workers may hold the first)
+    auto s = std::make_shared<slot>();
+    s->profile = profile;
+    s->index = i;
+    slots.push_back(s);
   }
   return *std::min_element(slots.begin(), slots.end(),
                            [](const auto& a, const auto& b) { return a->sessions < b->sessions; });

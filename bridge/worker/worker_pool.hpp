@@ -17,6 +17,7 @@
 
 #include "bridge/agent_host.hpp"
 #include "bridge/agent_hosting.hpp"
+#include "bridge/worker/worker_attach.hpp"
 #include "bridge/worker/worker_process.hpp"
 
 #include <chrono>
@@ -24,6 +25,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -74,6 +76,16 @@ public:
   // profile; further slots by "<profile>#<slot>".
   studio_worker_maps studio_workers() const;
   void stop_all(std::chrono::milliseconds grace);
+
+  // Takes over the workers a previous daemon left running (worker_pool_adopt.cpp):
+  // each gets a slot of its profile; its agents of sessions in `known`
+  // (session ids the event log serves) become those sessions' agents, each
+  // with the turn it runs when that turn's run is in `continuing` (run id ->
+  // session id: runs the log shows live); other agents are released and
+  // other turns dropped. Returns the agents by session id.
+  std::map<std::string, adopted_agent> adopt(std::vector<found_worker> found,
+                                             const std::map<std::string, std::string>& continuing,
+                                             const std::set<std::string>& known);
 
   struct slot;
   // A slot's name in ping and status: "<profile>" for slot 0, "<profile>#<n>".

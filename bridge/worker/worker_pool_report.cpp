@@ -41,7 +41,8 @@ std::string worker_pool::health_json() const {
         .str("python", s.proc->info().python)
         .str("python_version", s.proc->info().python_version)
         .str("agent_version", s.proc->info().agent_version)
-        .integer("live_turns", static_cast<int64_t>(s.proc->live_turns()));
+        .integer("live_turns", static_cast<int64_t>(s.proc->live_turns()))
+        .boolean("adopted", s.proc->adopted()); // started by an earlier daemon, taken over at this one's start
       if (alive)
         w.number("rss_mb", std::round(s.proc->rss_mb() * 10) / 10)
           .integer("unacknowledged_frames", static_cast<int64_t>(s.proc->unacknowledged_frames()));

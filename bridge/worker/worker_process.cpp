@@ -30,6 +30,8 @@ template <class T> struct has_req<T, std::void_t<decltype(std::declval<T&>().req
 worker_process::~worker_process() {
   if (fd_ >= 0)
     ::close(fd_);
+  if (pidfd_ >= 0)
+    ::close(pidfd_);
 }
 
 std::string worker_process::death_reason() const {
@@ -126,11 +128,57 @@ turn_outcome worker_process::run_turn(uint64_t handle, const std::shared_ptr<tur
     if (auto self = weak.lock())
       self->acknowledge(id, seq);
   });
-  post(start_turn{id, handle, request});
+  post(start_turn{id, handle, sink->run_id(), request});
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [&] { return turn->outcome.has_value(); });
   return std::move(*turn->outcome);
 }
+
+turn_outcome worker_process::continue_turn(uint64_t id, const std::shared_ptr<turn_sink>& sink, uint64_t after) {
+  auto turn = std::make_shared<live_turn>();
+  turn->sink = sink;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!alive_) {
+      turn_outcome out;
+      out.error = "the agent worker for profile " + profile_ + " is gone: " + death_reason_;
+      out.result = protocol::object_writer{}.str("error", *out.error).finish();
+      return out;
+    }
+    turns_.emplace(id, turn);
+  }
+  std::weak_ptr<worker_process> weak = shared_from_this();
+  sink->on_committed([weak, id](uint64_t seq) {
+    if (auto self = weak.lock())
+      self->acknowledge(id, seq);
+  });
+  std::vector<held_ask> waiting;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = adopted_asks_.find(id); it != adopted_asks_.end()) {
+      waiting = std::move(it->second);
+      adopted_asks_.erase(it);
+    }
+  }
+  // A question the log already holds was asked by a daemon that is gone, and
+  // the log settled it when the run was taken up (deny, no clarification, a
+  // failed compression): its agent gets the same fail-closed answer now. One
+  // the log lacks comes again as its `ask` frame and is asked afresh.
+  for (const auto& a : waiting) {
+    if (a.seq > after)
+      continue;
+    std::string settled = a.kind == "approval"      ? "deny"
+                          : a.kind == "compression" ? R"({"failure": "hermes-bridge restarted before the compression reply"})"
+                                                    : "";
+    post(answer{id, a.ask, settled});
+  }
+  post(resume{id, after}); // registered first: its frames find their sink
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return turn->outcome.has_value(); });
+  return std::move(*turn->outcome);
+}
+
+void worker_process::drop_turn(uint64_t turn) { post(worker::drop_turn{turn}); }
 
 bool worker_process::wait_until_warm(std::chrono::milliseconds deadline) {
   std::unique_lock<std::mutex> lock(mu_);
@@ -153,7 +201,7 @@ void worker_process::stop(std::chrono::milliseconds grace) {
   std::unique_lock<std::mutex> lock(mu_);
   if (!cv_.wait_for(lock, grace, [&] { return !alive_.load(); })) {
     lock.unlock();
-    ::kill(pid_, SIGKILL); // the reader reaps it and settles what is left
+    send_signal(SIGKILL); // the reader reaps it and settles what is left
   }
 }
 
@@ -175,25 +223,14 @@ void worker_process::read_loop() {
     }
   } catch (const frame_error& e) {
     why = std::string("sent a corrupt frame (") + e.what() + ")";
-    ::kill(pid_, SIGKILL); // it can no longer be understood
+    send_signal(SIGKILL); // it can no longer be understood
   } catch (const std::exception& e) {
     // A frame we could not act on: the worker goes, never the daemon.
     why = std::string("could not be served (") + e.what() + ")";
-    ::kill(pid_, SIGKILL);
+    send_signal(SIGKILL);
   }
   ::shutdown(fd_, SHUT_RDWR);
-  // The socket's end is the process's end, or a moment before it: reap it,
-  // killing one that lingers (it closed the socket but kept running).
-  int status = 0;
-  pid_t got = 0;
-  for (int i = 0; i < 100 && (got = ::waitpid(pid_, &status, WNOHANG)) == 0; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  if (got == 0) {
-    ::kill(pid_, SIGKILL);
-    while ((got = ::waitpid(pid_, &status, 0)) < 0 && errno == EINTR) {
-    }
-  }
-  std::string reason = got > 0 ? describe_exit(status) : "lost";
+  std::string reason = reap();
   if (!why.empty())
     reason = why + ", " + reason;
   if (std::string killed = [&] { std::lock_guard<std::mutex> l(mu_); return kill_reason_; }(); !killed.empty())

@@ -1,6 +1,7 @@
 // One agent worker process: the agent's own interpreter running the bridge's
 // Python adapter (bridge/python/worker_main.py), connected to the daemon by
-// a socket pair it inherits as fd 3. This object starts it, writes frames to
+// a socket pair it inherits as fd 3, or, for a worker a previous daemon
+// started, by its own socket (adopt(), worker_attach.hpp). This object starts it, writes frames to
 // it from any thread, and reads its frames on a thread of its own, handing
 // a turn's output to that turn's sink. When the process dies it settles what
 // was waiting on it: calls fail, live turns end with status error and the
@@ -43,12 +44,22 @@ struct launch_options {
   // at once with the fail-closed default (a flood cannot start thousands of
   // threads in the daemon).
   size_t max_open_asks = 64;
+  // How long a worker whose daemon went away (no `shutdown`) keeps its turns
+  // running and waits for a new daemon to attach (0: it exits at once).
+  std::chrono::milliseconds orphan_timeout{180'000};
+  std::string daemon_key; // the event log's path: only a daemon of the same log takes the worker over
 };
+
+struct found_worker;
 
 class worker_process : public std::enable_shared_from_this<worker_process> {
 public:
   // Starts the process and waits for its ready frame; throws protocol::wire_error.
   static std::shared_ptr<worker_process> start(const launch_options& how, const std::string& profile);
+  // Takes over a worker a previous daemon started, attached to (its turns
+  // held until continue_turn or drop_turn names them).
+  // Takes found's connection (found.fd is -1 afterwards).
+  static std::shared_ptr<worker_process> adopt(found_worker& found, const launch_options& how);
   ~worker_process();
 
   bool alive() const { return alive_.load(); }
@@ -85,6 +96,13 @@ public:
   // Runs one turn: output goes to `sink` as it arrives; returns at turn_end,
   // or with status error when the worker dies first.
   turn_outcome run_turn(uint64_t handle, const std::shared_ptr<turn_sink>& sink, const std::string& request);
+  // A turn the worker ran when this daemon attached to it: its frames after
+  // `after` (what the event log holds) go to `sink`; returns at its turn_end.
+  turn_outcome continue_turn(uint64_t turn, const std::shared_ptr<turn_sink>& sink, uint64_t after);
+  // A turn the worker ran when this daemon attached that nobody follows.
+  void drop_turn(uint64_t turn);
+  // Started by another daemon and attached to at this one's start.
+  bool adopted() const { return adopted_; }
   // Asks the worker to interrupt its turns and exit; kills it after `grace`.
   void stop(std::chrono::milliseconds grace);
 
@@ -114,6 +132,9 @@ private:
   void handle(from_worker frame);
   void died(const std::string& reason);
   bool write(const std::string& bytes);
+  void send_signal(int sig);   // through its pidfd when there is one: never a stranger reusing the pid
+  std::string reap();          // after its socket ended: the process's end, in words
+  void begin_watching();       // its reading and watching threads
 
   struct pending_call {
     std::optional<reply> r;
@@ -126,6 +147,8 @@ private:
 
   std::string profile_;
   pid_t pid_ = -1;
+  int pidfd_ = -1;
+  bool adopted_ = false; // not our child: its exit status goes to whoever reaps it
   int fd_ = -1;
   std::string module_dir_;
   double started_at_ = 0;
@@ -153,6 +176,7 @@ private:
   std::map<uint64_t, std::shared_ptr<pending_call>> calls_;
   std::map<uint64_t, std::shared_ptr<live_turn>> turns_;
   std::map<uint64_t, uint64_t> acks_;     // turn -> highest committed seq, not yet sent
+  std::map<uint64_t, std::vector<held_ask>> adopted_asks_; // turn -> questions waiting when this daemon attached
 
   std::mutex write_mu_; // one frame at a time on the socket
 };

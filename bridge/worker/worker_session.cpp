@@ -22,9 +22,10 @@ protocol::json worker_session::host_members() const {
 }
 
 worker_session::worker_session(std::shared_ptr<worker_pool> pool, std::shared_ptr<worker_pool::slot> slot,
-                               std::shared_ptr<worker_process> proc, uint64_t handle, std::string session_id)
+                               std::shared_ptr<worker_process> proc, uint64_t handle, std::string session_id,
+                               uint64_t adopted_turn)
   : pool_(std::move(pool)), slot_(std::move(slot)), proc_(std::move(proc)), handle_(handle),
-    session_id_(std::move(session_id)) {}
+    session_id_(std::move(session_id)), adopted_turn_(adopted_turn) {}
 
 worker_session::~worker_session() {
   proc_->post(release_session{handle_});
@@ -40,6 +41,17 @@ void worker_session::prepare_turn() {
 turn_outcome worker_session::run_turn(const std::shared_ptr<turn_sink>& sink, const std::string& request_json) {
   pool_->turn_starting(slot_->profile, proc_.get());
   return proc_->run_turn(handle_, sink, request_json);
+}
+
+turn_outcome worker_session::continue_turn(const std::shared_ptr<turn_sink>& sink, uint64_t logged_seq) {
+  if (adopted_turn_ == 0)
+    return agent_host::continue_turn(sink, logged_seq);
+  return proc_->continue_turn(std::exchange(adopted_turn_, 0), sink, logged_seq);
+}
+
+void worker_session::drop_turn() {
+  if (adopted_turn_ != 0)
+    proc_->drop_turn(std::exchange(adopted_turn_, 0));
 }
 
 void worker_session::interrupt(const std::string& message_json) {

@@ -15,12 +15,17 @@ namespace hb::bridge::worker {
 
 class worker_session final : public agent_host {
 public:
+  // `adopted_turn`: the turn the worker was running for this agent when
+  // this daemon attached to it (0: none), for continue_turn or drop_turn.
   worker_session(std::shared_ptr<worker_pool> pool, std::shared_ptr<worker_pool::slot> slot,
-                 std::shared_ptr<worker_process> proc, uint64_t handle, std::string session_id);
+                 std::shared_ptr<worker_process> proc, uint64_t handle, std::string session_id,
+                 uint64_t adopted_turn = 0);
   ~worker_session() override;
 
   void prepare_turn() override;
   turn_outcome run_turn(const std::shared_ptr<turn_sink>& sink, const std::string& request_json) override;
+  turn_outcome continue_turn(const std::shared_ptr<turn_sink>& sink, uint64_t logged_seq) override;
+  void drop_turn() override;
   void interrupt(const std::string& message_json) override;
   bool steer(const std::string& text) override;
   bool usable() const override { return proc_->accepting(); }
@@ -33,6 +38,7 @@ private:
   std::shared_ptr<worker_process> proc_;
   uint64_t handle_;
   std::string session_id_;
+  uint64_t adopted_turn_;
 };
 
 } // namespace hb::bridge::worker

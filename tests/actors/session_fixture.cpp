@@ -83,6 +83,14 @@ session_links links_of(const caf::actor& broker, const caf::actor& writer, const
     return agent;
   };
   links.hosting.start_run = [w](caf::actor_system&, run_spec spec) { w->runs.push_back(std::move(spec)); };
+  links.hosting.adopt = [w](const std::string& id) -> std::optional<bridge::adopted_agent> {
+    auto it = w->survivors.find(id);
+    if (it == w->survivors.end())
+      return std::nullopt;
+    auto found = std::move(it->second);
+    w->survivors.erase(it);
+    return found;
+  };
   return links;
 }
 

@@ -12,6 +12,7 @@
 #include "bridge/agent_host.hpp"
 #include "protocol/json_text.hpp"
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,6 +56,8 @@ struct session_world {
   std::vector<actors::agent_recipe> built;             // every recipe an agent was built from
   std::vector<std::shared_ptr<counting_agent>> agents; // in the order they were built
   std::string build_fails_with;                        // non-empty: the next build raises ValueError(this)
+  // agents that outlived the last daemon, by session (taken once, as bridge::take_adopted_agent)
+  std::map<std::string, bridge::adopted_agent> survivors;
   // runs
   std::vector<actors::run_spec> runs;
   // log

@@ -265,6 +265,42 @@ CAF_TEST(idle collection frees the agent and the next chat resumes the stored hi
   CAF_CHECK_EQUAL(world->built.size(), 2u);
 }
 
+CAF_TEST(a session whose agent outlived the last daemon is idle with it and builds nothing) {
+  auto survivor = std::make_shared<hb::test::counting_agent>();
+  world->survivors["old"] = hb::bridge::adopted_agent{survivor, ""};
+  auto d = dormant("old", 2);
+  auto v = view(d);
+  CAF_CHECK(v.created && !v.running);
+  auto run_id = run_chat(d, hello);
+  CAF_CHECK(world->built.empty()); // no rebuild, no history reload: the same agent
+  CAF_REQUIRE_EQUAL(world->runs.size(), 1u);
+  CAF_CHECK(world->runs[0].agent == survivor);
+  CAF_CHECK(!world->runs[0].continuing);
+  CAF_CHECK_EQUAL(world->runs[0].run_id, run_id);
+}
+
+CAF_TEST(a session whose turn goes on in a surviving worker follows it to its end) {
+  auto survivor = std::make_shared<hb::test::counting_agent>();
+  world->survivors["old"] = hb::bridge::adopted_agent{survivor, "r-live"};
+  auto d = dormant("old", 2);
+  CAF_REQUIRE_EQUAL(world->runs.size(), 1u);
+  CAF_CHECK(world->runs[0].continuing); // followed, not started: no run row is opened
+  CAF_CHECK_EQUAL(world->runs[0].run_id, "r-live");
+  CAF_CHECK(world->opened_runs.empty());
+  CAF_CHECK(!world->activity.empty() && world->activity.back().running);
+  auto v = view(d);
+  CAF_CHECK(v.running);
+  CAF_CHECK_EQUAL(v.current_run_id, "r-live");
+  CAF_CHECK_EQUAL(answer_of(chat(d, hello)), R"({"ok": false, "error": "session old is already running", "error_type": "RuntimeError"})");
+  arm(d, "r-live");
+  end_run(d, "r-live");
+  CAF_CHECK(!view(d).running);
+  run_chat(d, hello);
+  CAF_CHECK(world->built.empty());
+  CAF_REQUIRE_EQUAL(world->runs.size(), 2u);
+  CAF_CHECK(world->runs[1].agent == survivor);
+}
+
 CAF_TEST(a dormant session resumes from the log with its profile and history) {
   auto d = dormant("old", 2);
   auto v = view(d);

@@ -94,6 +94,12 @@ class Bridge:
         env.update({"PYTHONDONTWRITEBYTECODE": "1"})
         if not os.environ.get("HB_NO_AGENT_LOG"):
             env["FAKE_AGENT_LOG"] = str(self.agent_log)
+        if self.kind == "ours":
+            # Its own runtime directory: the workers of a daemon a test kills
+            # wait there for the next daemon of the same test, never another's.
+            runtime = self.dir / "run"
+            runtime.mkdir(mode=0o700, exist_ok=True)
+            env["XDG_RUNTIME_DIR"] = str(runtime)
         env.update(self.env)
         self.stderr_path = self.dir / "stderr.log"
         with open(self.stderr_path, "wb") as stderr:
@@ -136,7 +142,17 @@ class Bridge:
                 self.proc.wait()
         if self.proc and self.proc.stdout:
             self.proc.stdout.close()
+        self.kill_orphaned_workers()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+    def kill_orphaned_workers(self) -> None:
+        """Workers still waiting for a daemon (this one was killed and not
+        started again) would outlive the test by their orphan timeout."""
+        for record in (self.dir / "run").glob("hermes-bridge/workers/worker-*.json"):
+            try:
+                os.kill(int(json.loads(record.read_text())["pid"]), signal.SIGKILL)
+            except (OSError, ValueError, KeyError):
+                pass
 
     def signal(self, sig: int = signal.SIGTERM) -> None:
         self.proc.send_signal(sig)

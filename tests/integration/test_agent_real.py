@@ -193,6 +193,31 @@ class RealAgentBase:
 class RealAgentOnWorker(RealAgentBase, unittest.TestCase):
     host = "worker"
 
+    def test_07_a_live_turn_goes_on_across_a_kill_9_of_the_daemon(self) -> None:
+        port = int(re.search(r":(\d+)/v1", json.dumps(json.loads((self.bridge.home / "config.yaml").read_text())))
+                   .group(1))
+        first = RealAgentBridge("worker", port).start(timeout=60)
+        self.addCleanup(first.stop)
+        run = first.request({"action": "chat", "session_id": "survivor", "message": "slow 6"}, timeout=150)["run_id"]
+        deadline = time.monotonic() + 120
+        while "tick1" not in first.request({"action": "get_output", "run_id": run})["output"]:
+            self.assertLess(time.monotonic(), deadline, "the turn never streamed")
+            time.sleep(0.1)
+        pid = first.request({"action": "status", "session_id": "survivor"})["agent"]["worker_pid"]
+        first.proc.kill()
+        first.proc.wait(10)
+        first.proc.stdout.close()
+        again = RealAgentBridge("worker", port)
+        again.dir, again.home, again.endpoint = first.dir, first.home, first.endpoint
+        again.start(timeout=60)
+        self.addCleanup(again.stop)
+        done = again.wait_done(run, timeout=60)
+        self.assertEqual(done["status"], "complete", done)
+        self.assertEqual(done["seen_text"], "".join(f"tick{i} " for i in range(6)) + "done")
+        self.assertEqual(again.request({"action": "status", "session_id": "survivor"})["agent"]["worker_pid"], pid)
+        self.assertEqual(again.request({"action": "chat", "session_id": "survivor", "message": "after", "wait": True,
+                                        "timeout": 60}, timeout=90)["output"], "echo: after")
+
 
 class RealAgentEmbedded(RealAgentBase, unittest.TestCase):
     host = "embedded"

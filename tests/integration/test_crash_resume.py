@@ -14,6 +14,10 @@ import unittest
 
 from harness import Bridge, events_named
 
+# The path a run takes when nothing of it can survive (a worker gone with its
+# daemon): workers that outlive their daemon are test_survive_restart's.
+NO_SURVIVORS = ["--worker-orphan-timeout-s", "0"]
+
 ROUNDS = 20
 SESSIONS = 3
 
@@ -46,8 +50,8 @@ class CrashResume(unittest.TestCase):
         rng = random.Random(20261130)
         # A long gateway deadline: the approval each round asks must still be
         # pending at the kill, however slow the machine.
-        first = Bridge(config={"model": {"default": "fake-model", "provider": "fake"},
-                               "approvals": {"timeout": 120}})
+        first = Bridge(args=NO_SURVIVORS, config={"model": {"default": "fake-model", "provider": "fake"},
+                                                  "approvals": {"timeout": 120}})
         home, db = first.home, first.home / "hermes-bridge" / "events.db"
         bridge = first.start()
         try:
@@ -78,7 +82,7 @@ class CrashResume(unittest.TestCase):
             p.join(10)
         bridge.proc.stdout.close()
 
-        restarted = Bridge(args=["--db", str(db)])
+        restarted = Bridge(args=NO_SURVIVORS + ["--db", str(db)])
         restarted.home = home
         restarted.start()
 
@@ -139,7 +143,7 @@ class CutTurn(unittest.TestCase):
     the history the agent continues from."""
 
     def test_the_turn_a_crash_cut_stays_in_the_history(self):
-        first = Bridge().start()
+        first = Bridge(args=NO_SURVIVORS).start()
         db = first.home / "hermes-bridge" / "events.db"
         try:
             message = "script:say partial words here;slow-tool terminal 60000"
@@ -148,7 +152,7 @@ class CutTurn(unittest.TestCase):
             first.proc.send_signal(signal.SIGKILL)
             first.proc.wait(10)
             first.proc.stdout.close()
-            with Bridge(args=["--db", str(db)]) as again:
+            with Bridge(args=NO_SURVIVORS + ["--db", str(db)]) as again:
                 self.assertEqual(again.request({"action": "get_result", "run_id": run_id})["status"], "interrupted")
                 self.assertIn("turns_kept=1", again.stderr())
                 history = again.request({"action": "get_history", "session_id": "cut"})["history"]
@@ -179,7 +183,7 @@ class CutTurn(unittest.TestCase):
 class DamagedLog(unittest.TestCase):
     def make_damaged_log(self) -> tuple[Bridge, "Path"]:
         import sqlite3
-        b = Bridge().start()
+        b = Bridge(args=NO_SURVIVORS).start()
         db = b.home / "hermes-bridge" / "events.db"
         for i in range(4):
             b.chat(f"s{i}", "script:stream 1500 0", wait=True)
@@ -200,7 +204,7 @@ class DamagedLog(unittest.TestCase):
     def test_a_damaged_log_is_refused_with_advice(self):
         b, db = self.make_damaged_log()
         try:
-            again = Bridge(args=["--db", str(db)])
+            again = Bridge(args=NO_SURVIVORS + ["--db", str(db)])
             with self.assertRaises(AssertionError) as refused:
                 again.start()
             self.assertIn("is damaged", str(refused.exception))

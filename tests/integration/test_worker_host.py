@@ -227,7 +227,7 @@ class WorkerHostTest(unittest.TestCase):
             self.assertEqual(b.request({"action": "health"})["pending_questions"], 0)
 
     def test_workers_leave_when_the_daemon_is_killed(self):
-        with Bridge(args=WORKER) as b:
+        with Bridge(args=WORKER + ["--worker-orphan-timeout-s", "0"]) as b:
             run = b.chat("s", "script:stream 500 20")["run_id"]
             b.wait_event(run, "stream.delta")
             pid = live_pid(b, "default")

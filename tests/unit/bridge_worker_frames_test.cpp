@@ -13,7 +13,13 @@ namespace {
 std::string body_of(const std::string& frame) { return frame.substr(4); }
 
 std::vector<from_worker> sample_from_worker() {
-  return {ready{42, "/r/venv/bin/python3", "3.14.0", "/r", "0.21.0", ""},
+  ready who{42, frames_version, "/r/venv/bin/python3", "3.14.0", "/r", "0.21.0", ""};
+  attached full{who, true, 17, {{4, "s1"}, {5, "s\"2"}}, {{7, 4, "run-1", 130, false}, {8, 5, "run-2", 3, true}},
+                {{7, 3, 120, "approval", R"({"command": "ls"})", 60, 12.5}}};
+  return {who,
+          full,
+          attached{who, false, 0, {}, {}, {}},
+          attach_refused{"another hermes-bridge is attached"},
           reply{7, true, "{\"a\": 1}", "", ""},
           reply{8, false, "", "KeyError", "no agent 3"},
           text{1, 1, "h\xc3\xa9llo \xe2\x82\xac\n\"quoted\"\t\\"},
@@ -29,10 +35,11 @@ std::vector<from_worker> sample_from_worker() {
 }
 
 std::vector<to_worker> sample_to_worker() {
-  return {create_session{1, 2, "s1", "work", "m", "p"}, prepare_turn{3, 2}, start_turn{4, 2, R"({"message": "hi"})"},
+  return {create_session{1, 2, "s1", "work", "m", "p"}, prepare_turn{3, 2}, start_turn{4, 2, "run-9", R"({"message": "hi"})"},
           interrupt_turn{5, 2, "\"stop\""}, steer_turn{6, 2, "go left"}, release_session{2},
           resolve_gateway{7, "s1", "once", "req-1", "tok-1"}, session_call{8, 2, "title", "{}"}, profile_call{9, "work", "mcp", "{}"},
-          answer{4, 1, "deny"}, committed{4, 10}, shutdown{}, heartbeat{12}};
+          answer{4, 1, "deny"}, committed{4, 10}, shutdown{}, heartbeat{12},
+          attach{std::string(64, 'a'), frames_version}, resume{7, 130}, drop_turn{8}};
 }
 
 } // namespace
@@ -55,9 +62,47 @@ TEST_CASE("worker frames: every kind round-trips, both ways", "[worker]") {
   }
   auto t = std::get<text>(decode_from_worker(body_of(encode(from_worker{text{1, 1, "a\xe2\x82\xac"}}))));
   REQUIRE(t.text == "a\xe2\x82\xac");
-  auto e = std::get<turn_end>(decode_from_worker(body_of(encode(from_worker{sample_from_worker()[8]}))));
+  auto e = std::get<turn_end>(decode_from_worker(body_of(encode(from_worker{sample_from_worker()[11]}))));
   REQUIRE(!e.result);
   REQUIRE(e.error == std::string("boom"));
+}
+
+TEST_CASE("worker frames: what a worker holds reaches a re-attaching daemon whole", "[worker]") {
+  auto sent = std::get<attached>(sample_from_worker()[1]);
+  auto got = std::get<attached>(decode_from_worker(body_of(encode(from_worker{sent}))));
+  REQUIRE(got.who.pid == 42);
+  REQUIRE(got.who.version == frames_version);
+  REQUIRE(got.who.agent_version == "0.21.0");
+  REQUIRE(got.warm);
+  REQUIRE(got.req == 17);
+  REQUIRE(got.sessions.size() == 2);
+  REQUIRE(got.sessions[1].session_id == "s\"2");
+  REQUIRE(got.turns.size() == 2);
+  REQUIRE(got.turns[0].run == "run-1");
+  REQUIRE(got.turns[0].seq == 130);
+  REQUIRE(!got.turns[0].ended);
+  REQUIRE(got.turns[1].ended);
+  REQUIRE(got.asks.size() == 1);
+  REQUIRE(got.asks[0].kind == "approval");
+  REQUIRE(got.asks[0].waited_s == 12.5);
+  // Each held item is checked like a frame: a missing or mistyped field is a corrupt stream.
+  for (const char* bad : {R"({"t": "attached", "pid": 1, "version": 2, "python": "", "python_version": "", "agent_root": "",
+                             "agent_version": "", "error": "", "warm": true, "req": 0, "sessions": [{"handle": 1}],
+                             "turns": [], "asks": []})",
+                          R"({"t": "attached", "pid": 1, "version": 2, "python": "", "python_version": "", "agent_root": "",
+                             "agent_version": "", "error": "", "warm": true, "req": 0, "sessions": [], "turns": [3],
+                             "asks": []})",
+                          R"({"t": "attached", "pid": 1, "version": 2, "python": "", "python_version": "", "agent_root": "",
+                             "agent_version": "", "error": "", "warm": true, "req": 0, "sessions": [], "turns": []})",
+                          R"({"t": "resume", "turn": 1})", R"({"t": "attach", "secret": 5, "version": 2})"}) {
+    bool worker_side = std::string(bad).find("attached") != std::string::npos;
+    if (worker_side)
+      REQUIRE_THROWS_AS(decode_from_worker(bad), frame_error);
+    else
+      REQUIRE_THROWS_AS(decode_to_worker(bad), frame_error);
+  }
+  REQUIRE(compatible_version(frames_version));
+  REQUIRE(!compatible_version(1));
 }
 
 TEST_CASE("worker frames: a batch keeps its frames' order, kinds and seq", "[worker]") {

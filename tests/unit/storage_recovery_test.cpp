@@ -159,7 +159,8 @@ TEST_CASE("a version 1 log is migrated in place", "[recovery]") {
   CHECK(w.database().tableExists("events"));
 }
 
-TEST_CASE("a version 2 log is migrated in place: runs gain user_message, rows are kept", "[recovery]") {
+TEST_CASE("a version 2 log is migrated in place: runs gain user_message and host_seq, rows are kept",
+          "[recovery]") {
   temp_dir dir;
   {
     SQLite::Database v2(dir.file("events.db"), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
@@ -177,12 +178,13 @@ TEST_CASE("a version 2 log is migrated in place: runs gain user_message, rows ar
             "INSERT INTO events VALUES(1, 0, 1.0, '{\"event\": \"stream.delta\", \"delta\": \"half\"}');");
   }
   hb::storage::log_writer w(dir.file("events.db"));
-  CHECK(hb::storage::stored_schema_version(w.database()) == 3);
-  SQLite::Statement q(w.database(), "SELECT run_id, status, user_message FROM runs");
+  CHECK(hb::storage::stored_schema_version(w.database()) == hb::storage::schema_version);
+  SQLite::Statement q(w.database(), "SELECT run_id, status, user_message, host_seq FROM runs");
   REQUIRE(q.executeStep());
   CHECK(q.getColumn(0).getString() == "cut");
   CHECK(q.getColumn(1).getString() == "running");
   CHECK(q.getColumn(2).isNull());
+  CHECK(q.getColumn(3).getInt64() == 0);
   CHECK(w.database().execAndGet("SELECT count(*) FROM events").getInt() == 1);
   // A run logged before version 3 has no user message: recovery settles it
   // and leaves the history as it was rather than invent half a turn.
@@ -231,4 +233,63 @@ TEST_CASE("a run cut by a crash stays in its session's history", "[recovery]") {
   // next user message follows an assistant message as usual.
   CHECK(history[7]["role"] == "assistant");
   CHECK(history[7]["content"] == "[this reply was cut off: hermes-bridge restarted before the turn finished]");
+}
+
+TEST_CASE("a run whose turn goes on in a surviving worker is left running, and taken up where the log ends",
+          "[recovery]") {
+  temp_dir dir;
+  {
+    hb::storage::log_writer w(dir.file("events.db"));
+    w.open_run("goes-on", "s1", 1.0, "\"hi\"");
+    w.open_run("cut", "s2", 1.0, "\"hi\"");
+    fill_run(w, "goes-on", 0, 30);
+    w.append_event("goes-on", R"({"event": "tool.started"})", 2.0);
+    w.append_event("goes-on", R"({"event": "approval.requested", "approval_id": "a1", "command": "ls"})", 2.5);
+    w.note_host_seq("goes-on", 41);
+    fill_run(w, "cut", 0, 5);
+    w.commit();
+    fill_run(w, "goes-on", 30, 10); // a crash before this commit: never in the log
+    w.note_host_seq("goes-on", 55);
+  }
+  hb::storage::log_writer w(dir.file("events.db"));
+  std::map<std::string, hb::storage::continuing_run> kept;
+  auto report = hb::storage::recover_open_runs(w.database(), 9.0, {"goes-on", "unknown"}, &kept);
+  CHECK(report.runs_interrupted == 1);
+  REQUIRE(kept.size() == 1);
+  CHECK(kept["goes-on"].session_id == "s1");
+  CHECK(kept["goes-on"].host_seq == 41); // the committed value, not the lost one
+
+  // Taken up: its sequences continue where the committed rows end.
+  auto host_seq = w.continue_run("goes-on", 10.0);
+  REQUIRE(host_seq);
+  CHECK(*host_seq == 41);
+  CHECK_FALSE(w.continue_run("cut", 10.0)); // interrupted: nothing to continue
+  CHECK_FALSE(w.continue_run("unknown", 10.0));
+  fill_run(w, "goes-on", 30, 3);
+  w.append_event("goes-on", R"({"event": "tool.completed"})", 3.0);
+  w.note_host_seq("goes-on", 44);
+  w.close_run("goes-on", "complete", std::string("{}"), std::nullopt, 10.0);
+  w.commit();
+  hb::storage::log_reader r(dir.file("events.db"));
+  auto run = r.read_run("goes-on", 0, 0);
+  REQUIRE(run);
+  CHECK(run->status == "complete");
+  REQUIRE(run->deltas.size() == 33);
+  for (int i = 0; i < 33; ++i)
+    CHECK(run->deltas[static_cast<size_t>(i)] == "d" + std::to_string(i) + " ");
+  // The question its dead daemon asked is settled when it is taken up; the
+  // events go on after that in their own sequence.
+  REQUIRE(run->events.size() == 4);
+  auto settled = hb::protocol::json::parse(run->events[2]);
+  CHECK(settled["event"] == "approval.resolved");
+  CHECK(settled["approval_id"] == "a1");
+  CHECK(settled["choice"] == "deny");
+  CHECK(settled["reason"] == "daemon restarted");
+  CHECK(run->events[3] == R"({"event": "tool.completed"})");
+  SQLite::Statement q(w.database(), "SELECT host_seq FROM runs WHERE run_id='goes-on'");
+  REQUIRE(q.executeStep());
+  CHECK(q.getColumn(0).getInt64() == 44);
+  auto cut = r.read_run("cut", 0, 0);
+  REQUIRE(cut);
+  CHECK(cut->status == "interrupted");
 }

@@ -2,6 +2,7 @@
 // named with its table, run and sequence number.
 #include "storage/log_verify.hpp"
 #include "storage/log_writer.hpp"
+#include "storage/schema.hpp"
 
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <catch2/catch.hpp>
@@ -79,7 +80,7 @@ TEST_CASE("verify finds a healthy log healthy", "[verify]") {
   auto r = verify(log.path);
   INFO(all(r));
   CHECK(r.healthy());
-  CHECK(r.schema_version == 3);
+  CHECK(r.schema_version == hb::storage::schema_version);
   CHECK(r.integrity == "ok");
   CHECK(r.runs == 3);
   CHECK(r.live_runs == 1); // live, not damage

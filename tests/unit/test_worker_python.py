@@ -5,9 +5,12 @@ Python 3.11+ (CTest uses /usr/bin/python3)."""
 from __future__ import annotations
 
 import io
+import contextlib
 import json
 import os
+import signal
 import socket
+import stat
 import struct
 import subprocess
 import sys
@@ -28,7 +31,7 @@ class FakeTurn:
     """What Connection.send_for needs of worker_main.Turn."""
 
     def __init__(self, turn_id: int) -> None:
-        self.turn_id, self.seq, self.closed = turn_id, 0, False
+        self.turn_id, self.seq, self.closed, self.held = turn_id, 0, False, False
 
 
 class FrameCodec(unittest.TestCase):
@@ -150,11 +153,10 @@ class Acknowledgements(ConnectionCase):
         self.assertEqual(frames.read(self.inbox)["text"], "next")
 
 
-class WorkerProcess(unittest.TestCase):
+class WorkerCase(unittest.TestCase):
     """worker_main.py as the daemon starts it: fd 3 is its end of the pair."""
 
-    EXTRA_ENV = {"test_a_flood_of_requests_runs_on_a_bounded_number_of_threads": {"FAKE_AGENT_INIT_DELAY_MS": "400"},
-                 "test_warm_means_a_first_agents_one_time_costs_are_paid": {"FAKE_AGENT_LOG": "{tmp}/events.jsonl"}}
+    EXTRA_ENV: dict = {}  # test name -> environment ({tmp}: the test's directory)
 
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
@@ -170,12 +172,16 @@ class WorkerProcess(unittest.TestCase):
         env.update({k: v.format(tmp=self.tmp.name) for k, v in self.EXTRA_ENV.get(self._testMethodName, {}).items()})
         self.proc = subprocess.Popen(
             [sys.executable, "-B", str(REPO / "bridge" / "python" / "worker_main.py"), "--fd", str(theirs.fileno()),
-             "--agent-root", str(REPO / "tests" / "fake_agent"), "--hermes-home", str(home), "--profile", "default"],
+             "--agent-root", str(REPO / "tests" / "fake_agent"), "--hermes-home", str(home), "--profile", "default",
+             *self.worker_args()],
             pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, env=env)
         theirs.close()
         self.sock.settimeout(20)
         self.pending: list = []
         self.warm_seen, self.batches = False, 0
+
+    def worker_args(self) -> list:
+        return []
 
     def tearDown(self):
         self.inbox.close()  # the socket's fd stays open while its file object is
@@ -208,6 +214,11 @@ class WorkerProcess(unittest.TestCase):
             seen.append(f)
             if f["t"] == kind:
                 return f, seen
+
+
+class WorkerProcess(WorkerCase):
+    EXTRA_ENV = {"test_a_flood_of_requests_runs_on_a_bounded_number_of_threads": {"FAKE_AGENT_INIT_DELAY_MS": "400"},
+                 "test_warm_means_a_first_agents_one_time_costs_are_paid": {"FAKE_AGENT_LOG": "{tmp}/events.jsonl"}}
 
     def test_a_turn_streams_asks_and_ends_in_order(self):
         ready = self.read()
@@ -314,6 +325,240 @@ class WorkerProcess(unittest.TestCase):
             status = Path(f"/proc/{self.proc.pid}/status").read_text()
             most = max(most, int(status.split("Threads:")[1].split()[0]))
         self.assertLessEqual(most, 24, "threads in the worker while a hundred requests were in flight")
+
+
+def wait_until(condition, what, timeout_s=10.0):
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout_s} s: {what}")
+        time.sleep(0.02)
+
+
+class ReattachingWorker(WorkerCase):
+    """A worker started with --rendezvous: it outlives its daemon, and a
+    daemon that comes later attaches to its own socket and takes over."""
+
+    EXTRA_ENV = {name: {"FAKE_AGENT_LOG": "{tmp}/events.jsonl"} for name in (
+        "test_a_daemon_that_attaches_gets_exactly_the_frames_its_log_lacks",
+        "test_a_dropped_turn_is_interrupted_and_nothing_more_of_it_arrives")}
+    ORPHAN_TIMEOUT = {"test_an_orphan_nobody_attaches_to_exits_after_its_timeout": "0.5"}
+
+    def worker_args(self):
+        self.dir = Path(self.tmp.name) / "workers"
+        self.dir.mkdir(mode=0o700)
+        return ["--rendezvous", str(self.dir), "--orphan-timeout", self.ORPHAN_TIMEOUT.get(self._testMethodName, "30"),
+                "--daemon-key", "/the/daemons/events.db"]
+
+    def tearDown(self):
+        if self.proc.poll() is None:  # left attached: its daemon says goodbye; else it would wait for one
+            with contextlib.suppress(OSError):
+                self.send("shutdown")
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        super().tearDown()
+
+    def path(self, suffix):
+        return self.dir / f"worker-{self.proc.pid}{suffix}"
+
+    def record(self):
+        return json.loads(self.path(".json").read_text())
+
+    def events(self):
+        return [json.loads(line) for line in Path(self.tmp.name, "events.jsonl").read_text().splitlines()]
+
+    def connect(self):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.addCleanup(sock.close)
+        sock.settimeout(20)
+        sock.connect(str(self.path(".sock")))
+        inbox = sock.makefile("rb")
+        self.addCleanup(inbox.close)
+        return sock, inbox
+
+    def attach(self, secret=None, version=2):
+        """A later daemon's connection: its socket, its stream and the worker's answer."""
+        sock, inbox = self.connect()
+        sock.sendall(frames.encode("attach", {"secret": self.record()["secret"] if secret is None else secret,
+                                              "version": version}))
+        return sock, inbox, frames.read(inbox)
+
+    def take_over(self, sock, inbox):
+        self.sock, self.inbox, self.pending = sock, inbox, []
+
+    def go_away(self):
+        """The daemon dies. The worker is an orphan once its output goes to its log."""
+        self.inbox.close()
+        self.sock.close()
+        wait_until(lambda: self.path(".log").exists(), "the worker noticed its daemon was gone")
+
+    def start(self, message):
+        self.ready = self.read()
+        self.assertEqual(self.ready["t"], "ready")
+        self.send("create_session", req=1, handle=1, session_id="s1", profile="default", model="", provider="")
+        self.assertTrue(self.read()["ok"])
+        self.send("start_turn", turn=1, handle=1, run="run-1", request=json.dumps({"message": message}))
+
+    def rest(self):
+        """Every frame until the worker closes the connection."""
+        seen = list(self.pending)
+        while (f := frames.read(self.inbox)) is not None:
+            seen.append(f)
+        return seen
+
+    def test_its_record_and_socket_are_private_and_gone_once_it_exits(self):
+        ready = self.read()
+        self.assertEqual((ready["t"], ready["version"]), ("ready", 2))
+        record = self.record()  # written before `ready`
+        self.assertEqual(set(record), {"pid", "profile", "socket", "secret", "version", "started_at", "daemon",
+                                       "modules"})
+        self.assertEqual((record["pid"], record["profile"], record["socket"], record["version"], record["daemon"]),
+                         (self.proc.pid, "default", str(self.path(".sock")), 2, "/the/daemons/events.db"))
+        self.assertEqual(Path(record["modules"]), REPO / "bridge" / "python")  # where its modules came from
+        self.assertRegex(record["secret"], "^[0-9a-f]{64}$")
+        self.assertLess(abs(time.time() - record["started_at"]), 60)
+        for suffix, is_kind in ((".json", stat.S_ISREG), (".sock", stat.S_ISSOCK)):
+            mode = os.stat(self.path(suffix)).st_mode
+            self.assertTrue(is_kind(mode), suffix)
+            self.assertEqual(stat.S_IMODE(mode), 0o600, suffix)
+        self.assertEqual(sorted(os.listdir(self.dir)), [self.path(".json").name, self.path(".sock").name])
+        self.send("shutdown")
+        self.assertEqual(self.proc.wait(10), 0)
+        self.assertEqual(os.listdir(self.dir), [])
+
+    def test_a_sigterm_takes_its_files_with_it(self):
+        self.read()
+        self.assertTrue(self.path(".json").exists())
+        self.proc.terminate()
+        self.assertEqual(self.proc.wait(10), -signal.SIGTERM)  # it still dies of the signal
+        self.assertEqual(os.listdir(self.dir), [])
+
+    def test_an_attach_is_refused_for_a_wrong_secret_or_version_or_while_its_daemon_is_there(self):
+        self.read()
+        for secret, version, why in (("0" * 64, 2, "secret"), (None, 1, "version"), (None, 2, "attached")):
+            _, inbox, answer = self.attach(secret, version)
+            self.assertEqual(answer["t"], "attach_refused")
+            self.assertIn(why, answer["reason"])
+            self.assertIsNone(frames.read(inbox))  # and it hangs up
+        sock, inbox = self.connect()
+        sock.sendall(frames.encode("heartbeat", {"beat": 1}))  # not an attach: no answer at all
+        self.assertIsNone(frames.read(inbox))
+        self.send("heartbeat", beat=9)  # its daemon is still served
+        self.assertEqual(self.until("heartbeat_reply")[0]["beat"], 9)
+
+    def test_a_daemon_that_attaches_gets_exactly_the_frames_its_log_lacks(self):
+        self.start("script:stream 120 20")
+        seen = []
+        while sum(f["t"] == "text" for f in seen) < 6:
+            seen.append(self.read())
+        self.assertEqual([f["seq"] for f in seen], list(range(1, len(seen) + 1)))
+        # The dead daemon's log holds more than its last `committed` told the worker.
+        committed = len(seen)
+        self.send("committed", turn=1, seq=committed - 3)
+        self.go_away()
+        delivered = sum(f["t"] == "text" for f in seen)
+        wait_until(lambda: sum(e.get("name") == "stream_callback" for e in self.events()) > delivered + 5,
+                   "the turn streamed on while nobody listened")
+        sock, inbox, attached = self.attach()
+        self.assertEqual(attached["t"], "attached", attached)
+        self.assertEqual({k: attached[k] for k in self.ready if k != "t"}, {k: v for k, v in self.ready.items() if k != "t"})
+        self.assertEqual((attached["pid"], attached["warm"], attached["req"]), (self.proc.pid, True, 1))
+        self.assertEqual(attached["sessions"], [{"handle": 1, "session_id": "s1"}])
+        (turn,) = attached["turns"]
+        self.assertEqual((turn["turn"], turn["handle"], turn["run"], turn["ended"]), (1, 1, "run-1", False))
+        self.assertGreater(turn["seq"], seen[-1]["seq"])  # written while it was an orphan
+        self.assertEqual(attached["asks"], [])
+        self.take_over(sock, inbox)
+        self.send("heartbeat", beat=3)
+        reply, before = self.until("heartbeat_reply")
+        self.assertEqual(before, [reply])  # the turn is held until the daemon says where its log stands
+        self.assertGreaterEqual(reply["unacknowledged"], turn["seq"] - committed)
+        self.send("resume", turn=1, after=committed)
+        end, resumed = self.until("turn_end")
+        self.assertEqual([(f["turn"], f["seq"]) for f in resumed],
+                         [(1, seq) for seq in range(committed + 1, committed + 1 + len(resumed))])
+        texts = [f["text"] for f in seen[:committed] + resumed if f["t"] == "text"]
+        self.assertEqual(texts, [f"d{i} " for i in range(120)])  # none missing, none twice
+        self.assertEqual(end["status"], "complete")
+        self.assertIsNone(self.proc.poll())
+
+    def test_of_two_daemons_racing_to_attach_exactly_one_gets_in(self):
+        self.read()
+        self.go_away()
+        start = threading.Barrier(2)
+        answers = [None, None]
+
+        def race(i):
+            start.wait()
+            answers[i] = self.attach()
+        racers = [threading.Thread(target=race, args=(i,)) for i in range(2)]
+        for racer in racers:
+            racer.start()
+        for racer in racers:
+            racer.join(20)
+        self.assertEqual(sorted(a[2]["t"] for a in answers), ["attach_refused", "attached"])
+        winner = next(a for a in answers if a[2]["t"] == "attached")
+        loser = next(a for a in answers if a[2]["t"] == "attach_refused")
+        self.assertIn("attached", loser[2]["reason"])
+        self.assertIsNone(frames.read(loser[1]))
+        self.take_over(winner[0], winner[1])
+        self.send("heartbeat", beat=4)
+        self.assertEqual(self.until("heartbeat_reply")[0]["beat"], 4)
+
+    def test_a_dropped_turn_is_interrupted_and_nothing_more_of_it_arrives(self):
+        self.start("script:stream 1000 20")
+        self.until("text")
+        self.go_away()
+        sock, inbox, attached = self.attach()
+        self.assertEqual([t["turn"] for t in attached["turns"]], [1])
+        self.take_over(sock, inbox)
+        self.send("drop_turn", turn=1)
+        self.send("heartbeat", beat=1)
+        reply, before = self.until("heartbeat_reply")
+        self.assertEqual((before, reply["unacknowledged"]), ([reply], 0))  # its kept frames let go
+        wait_until(lambda: any(e["op"] == "run_end" and e["interrupted"] for e in self.events()),
+                   "the dropped turn was interrupted")
+        self.send("shutdown")
+        self.assertEqual([f for f in self.rest() if f["t"] != "heartbeat_reply"], [])  # not even its turn_end
+        self.assertEqual(self.proc.wait(10), 0)
+
+    def test_an_orphan_nobody_attaches_to_exits_after_its_timeout(self):
+        self.start("script:stream 1000 20")
+        self.until("text")
+        self.inbox.close()
+        self.sock.close()
+        gone = time.monotonic()
+        self.assertEqual(self.proc.wait(10), 0)
+        self.assertGreater(time.monotonic() - gone, 0.5)  # it waited for a daemon ...
+        self.assertLess(time.monotonic() - gone, 3)  # ... then interrupted its turn and went
+        self.assertFalse(self.path(".json").exists())
+        self.assertFalse(self.path(".sock").exists())
+        self.assertEqual(stat.S_IMODE(os.stat(self.path(".log")).st_mode), 0o600)
+
+    def test_a_question_asked_before_its_daemon_died_is_answered_by_the_next_one(self):
+        self.start("script:say before;clarify Which one?|a,b;print printed-after-its-daemon-died")
+        ask, _ = self.until("ask")
+        self.send("committed", turn=1, seq=ask["seq"])
+        self.go_away()
+        sock, inbox, attached = self.attach()
+        (waiting,) = attached["asks"]
+        fields = ("turn", "ask", "seq", "kind", "request", "timeout_s")
+        self.assertEqual({k: waiting[k] for k in fields}, {k: ask[k] for k in fields})
+        self.assertGreater(waiting["waited_s"], 0)
+        self.assertEqual(attached["turns"][0]["seq"], ask["seq"])  # its thread still waits
+        self.take_over(sock, inbox)
+        self.send("resume", turn=1, after=ask["seq"])
+        self.send("answer", turn=1, ask=ask["ask"], text="b")
+        end, after = self.until("turn_end")
+        self.assertEqual([f["seq"] for f in after], list(range(ask["seq"] + 1, ask["seq"] + 1 + len(after))))
+        self.assertIn("clarified=b ", "".join(f["text"] for f in after if f["t"] == "text"))
+        self.assertEqual(end["status"], "complete")
+        self.send("shutdown")
+        self.assertEqual(self.proc.wait(10), 0)
+        self.assertIn("printed-after-its-daemon-died", self.path(".log").read_text())  # not on its old stdout
+        self.assertEqual(self.proc.stdout.read(), b"")
 
 
 if __name__ == "__main__":

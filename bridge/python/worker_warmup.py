@@ -1,0 +1,70 @@
+"""A worker's warm-up (worker_main.py runs it on a thread of its own once
+`ready` is sent): the agent's imports and what a process's first agent pays
+once, done before the first session needs them. Stdlib only."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import sys
+from typing import Callable
+
+
+# What the first AIAgent of a process and its first turn import beyond
+# run_agent (hermes-agent 0.18; a module an agent lacks is skipped): its
+# model client and the client's resources (loaded on first use), the
+# provider resolution, its init helpers, session store and turn loop.
+# Measured on the real agent, after `import run_agent` alone a fresh
+# process's first session took 5 s and its first turn 4 s more (later ones
+# 0.2 s and 0.15 s): a spare warmed without them makes its first session wait.
+FIRST_AGENT_MODULES = (
+    "openai", "httpx", "openai.resources", "openai.lib.streaming.chat", "hermes_cli.runtime_provider",
+    "agent.agent_init", "hermes_state", "agent.transports.chat_completions", "agent.conversation_loop",
+    "agent.system_prompt", "agent.chat_completion_helpers", "agent.turn_context", "agent.turn_finalizer",
+    "agent.conversation_compression", "agent.prompt_caching", "agent.display", "agent.title_generator",
+    "hermes_cli.skin_engine", "hermes_cli.moa_config")
+
+
+def pay_first_agent_costs(profile_toolsets: list[str] | None) -> None:
+    """What a process's first agent pays once, beyond imports (hermes-agent
+    0.18.2, measured in one process with every module above imported):
+    its construction's toolset availability checks (each check's first run
+    imports, builds SSL contexts, may try a lazy dependency: 0.99 s for a
+    first construction, 0.24 s for later ones, 0.37 s after this) and its
+    first turn's environment probe (python3 and pip versions, by
+    subprocess, cached for the process: 0.62 s of a 0.78 s first turn). Both
+    are done here for the toolsets a session of this profile gets, so that
+    a spare's first session costs about what later ones do. The same calls
+    the first session would make, only earlier: nothing is written, no model
+    is called."""
+    with contextlib.suppress(Exception):
+        import model_tools
+        model_tools.get_tool_definitions(enabled_toolsets=profile_toolsets, quiet_mode=True)
+    with contextlib.suppress(Exception):
+        from tools.env_probe import get_environment_probe_line
+        get_environment_probe_line()
+
+
+def preimport(profile: str, say_warm: Callable[[], None]) -> None:
+    """Imports run_agent and FIRST_AGENT_MODULES ahead of the first
+    create_session (seconds for the real agent), inside the profile's
+    environment as create_session would: its module-level code reads
+    HERMES_HOME and loads that home's .env; then pays what a first agent
+    pays once (pay_first_agent_costs). Then says `warm`: the daemon places new sessions
+    only on warm workers."""
+    try:
+        from bridge_profiles import GATE, PATHS, load_config, toolsets_for
+        with GATE.hold(profile or "default"):
+            root = PATHS["agent_root"]
+            if root is not None and str(root) not in sys.path:
+                sys.path.insert(0, str(root))
+            import run_agent  # noqa: F401
+            for name in FIRST_AGENT_MODULES:
+                try:
+                    importlib.import_module(name)
+                except Exception:
+                    pass  # not this agent's, or broken: its first session says so if it matters
+            pay_first_agent_costs(toolsets_for(load_config()))
+    except BaseException:
+        pass  # create_session imports it again and reports what fails
+    say_warm()
