@@ -133,6 +133,31 @@ class SurviveRestart(unittest.TestCase):
         inits = [e for e in again.agent_log_entries() if e.get("op") == "init" and e.get("session_id") == "idle"]
         self.assertEqual(len(inits), 1, "the agent was built again after the restart")
 
+    def test_a_question_pending_at_the_kill_is_asked_again_and_its_answer_reaches_the_agent(self):
+        b = self.first
+        run = b.chat("q", "script:say asking;approve-cli rm -rf /tmp/x;say after")["run_id"]
+        first_ask = b.wait_event(run, "approval.requested")
+        kill_daemon(b)
+        again = restarted(b)
+        self.addCleanup(again.stop)
+
+        def asked_again():
+            events = again.request({"action": "get_output", "run_id": run})["events"]
+            asks = events_named(events, "approval.requested")
+            return asks[1] if len(asks) > 1 else None
+        second_ask = workers_of.wait_until(asked_again) and asked_again()
+        self.assertTrue(second_ask, "the waiting question was not asked again")
+        answer = again.request({"action": "approval_respond", "approval_id": second_ask["approval_id"],
+                                "choice": "once"})
+        self.assertTrue(answer.get("ok"), answer)
+        done = again.wait_done(run)
+        self.assertEqual(done["status"], "complete", done)
+        self.assertIn("choice=once", done["seen_text"])  # the answer given after the restart reached the agent
+        resolved = {e["approval_id"]: e for e in events_named(done["seen_events"], "approval.resolved")}
+        self.assertEqual(resolved[first_ask["approval_id"]].get("reason"), "daemon restarted")
+        self.assertEqual(resolved[second_ask["approval_id"]]["choice"], "once")
+        self.assertEqual(again.request({"action": "health"})["pending_questions"], 0)
+
     def test_a_worker_that_dies_while_no_daemon_is_attached_takes_todays_path(self):
         b = self.first
         run = b.chat("s", "script:stream 500 20")["run_id"]
