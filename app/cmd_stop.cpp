@@ -18,7 +18,6 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <thread>
 
@@ -32,17 +31,6 @@ struct stop_flags {
 };
 
 using clock = std::chrono::steady_clock;
-
-// A zombie counts as gone: whoever adopted it reaps it.
-bool gone(pid_t pid) {
-  if (::kill(pid, 0) != 0 && errno == ESRCH)
-    return true;
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  std::getline(stat, line);
-  auto close = line.rfind(')');
-  return close != std::string::npos && line.size() > close + 2 && line[close + 2] == 'Z';
-}
 
 template <class Pred> bool wait_for(Pred done, std::chrono::milliseconds deadline) {
   auto until = clock::now() + deadline;
@@ -100,7 +88,7 @@ int stop_orphans() {
   for (auto& w : found) {
     std::string bye = bridge::worker::encode(bridge::worker::to_worker{bridge::worker::shutdown{}});
     [[maybe_unused]] auto n = ::send(w.fd, bye.data(), bye.size(), MSG_NOSIGNAL);
-    bool left = wait_for([&] { return gone(w.record.pid); }, std::chrono::seconds(6));
+    bool left = wait_for([&] { return !bridge::worker::process_alive(w.record.pid); }, std::chrono::seconds(6));
     if (!left)
       ::kill(w.record.pid, SIGKILL); // the pid its socket's peer credentials named a moment ago
     ::close(w.fd);

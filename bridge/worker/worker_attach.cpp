@@ -70,17 +70,6 @@ std::string read_private_file(const std::string& path) {
   return text;
 }
 
-// A zombie is gone (whoever adopted it has not reaped it yet).
-bool process_alive(pid_t pid) {
-  if (pid <= 0 || (::kill(pid, 0) != 0 && errno != EPERM))
-    return false;
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  std::getline(stat, line);
-  auto close = line.rfind(')');
-  return close == std::string::npos || line.size() < close + 3 || line[close + 2] != 'Z';
-}
-
 std::string file_of(const std::string& dir, pid_t pid, const char* suffix) {
   return dir + "/worker-" + std::to_string(pid) + suffix;
 }
@@ -169,6 +158,16 @@ void tell(bool warning, const char* name, const std::string& message, const work
 }
 
 } // namespace
+
+bool process_alive(pid_t pid) {
+  if (pid <= 0 || (::kill(pid, 0) != 0 && errno != EPERM))
+    return false;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  auto close = line.rfind(')');
+  return close == std::string::npos || line.size() < close + 3 || line[close + 2] != 'Z';
+}
 
 worker_record parse_worker_record(const std::string& text, const std::string& dir) {
   auto doc = nlohmann::json::parse(text, nullptr, false);

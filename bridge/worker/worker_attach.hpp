@@ -43,6 +43,10 @@ struct found_worker {
 std::vector<found_worker> attach_to_live_workers(const std::string& dir, const std::string& daemon,
                                                  std::chrono::milliseconds deadline);
 
+// Whether `pid` is a process that has not ended (a zombie has ended: whoever
+// adopted it has not reaped it yet).
+bool process_alive(pid_t pid);
+
 // A record file's contents; throws std::runtime_error for anything that is
 // not a well-formed record of a worker in `dir`.
 worker_record parse_worker_record(const std::string& text, const std::string& dir);

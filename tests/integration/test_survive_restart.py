@@ -72,6 +72,15 @@ def kill_daemon(b: Bridge) -> None:
     b.proc.stdout.close()
 
 
+def orphan_a_streaming_worker(b: Bridge) -> tuple[str, int]:
+    """A long streaming turn, then its daemon killed: the run and its worker's pid."""
+    run = b.chat("s", "script:stream 500 20")["run_id"]
+    b.wait_event(run, "stream.delta")
+    pid = workers_of.live_pid(b, "default")
+    kill_daemon(b)
+    return run, pid
+
+
 def worker_pids(b: Bridge) -> set[int]:
     return {w["pid"] for w in workers_of.workers(b) if w["alive"]}
 
@@ -160,10 +169,7 @@ class SurviveRestart(unittest.TestCase):
 
     def test_a_worker_that_dies_while_no_daemon_is_attached_takes_todays_path(self):
         b = self.first
-        run = b.chat("s", "script:stream 500 20")["run_id"]
-        b.wait_event(run, "stream.delta")
-        pid = workers_of.live_pid(b, "default")
-        kill_daemon(b)
+        run, pid = orphan_a_streaming_worker(b)
         os.kill(pid, signal.SIGKILL)
         workers_of.wait_until(lambda: not workers_of.alive(pid))
         again = restarted(b)
@@ -179,10 +185,7 @@ class SurviveRestart(unittest.TestCase):
     def test_an_orphan_waits_its_timeout_then_stops_its_turns_and_exits(self):
         b = Bridge(args=WORKER + ["--worker-orphan-timeout-s", "1"]).start()
         self.addCleanup(b.stop)
-        run = b.chat("s", "script:stream 500 20")["run_id"]
-        b.wait_event(run, "stream.delta")
-        pid = workers_of.live_pid(b, "default")
-        kill_daemon(b)
+        run, pid = orphan_a_streaming_worker(b)
         time.sleep(0.5)
         self.assertTrue(workers_of.alive(pid), "the worker left before its orphan timeout")
         self.assertTrue(workers_of.wait_until(lambda: not workers_of.alive(pid), timeout=10))
@@ -193,20 +196,14 @@ class SurviveRestart(unittest.TestCase):
     def test_with_no_orphan_timeout_workers_leave_with_their_daemon(self):
         b = Bridge(args=WORKER + ["--worker-orphan-timeout-s", "0"]).start()
         self.addCleanup(b.stop)
-        run = b.chat("s", "script:stream 500 20")["run_id"]
-        b.wait_event(run, "stream.delta")
-        pid = workers_of.live_pid(b, "default")
-        kill_daemon(b)
+        run, pid = orphan_a_streaming_worker(b)
         started = time.monotonic()
         self.assertTrue(workers_of.wait_until(lambda: not workers_of.alive(pid), timeout=10))
         self.assertLess(time.monotonic() - started, 6)
 
     def test_stop_all_stops_the_workers_a_killed_daemon_left(self):
         b = self.first
-        run = b.chat("s", "script:stream 500 20")["run_id"]
-        b.wait_event(run, "stream.delta")
-        pid = workers_of.live_pid(b, "default")
-        kill_daemon(b)
+        run, pid = orphan_a_streaming_worker(b)
         env = dict(os.environ, XDG_RUNTIME_DIR=str(b.dir / "run"))
         out = subprocess.run([str(bridge_binary()), "stop", "--all", "--endpoint", b.endpoint], env=env,
                              capture_output=True, text=True, timeout=60)
