@@ -6,6 +6,7 @@
 #pragma once
 
 #include "storage/log_rows.hpp"
+#include "storage/log_writer.hpp"
 
 #include <caf/actor_system_config.hpp>
 #include <caf/meta/type_name.hpp>
@@ -13,6 +14,26 @@
 #include <cstdint>
 #include <string>
 #include <vector>
+
+// The storage types the messages below carry (found by CAF through ADL).
+namespace hb::storage {
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, waiting_question& x) {
+  return f(caf::meta::type_name("waiting_question"), x.ask, x.kind, x.request);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, reopened_question& x) {
+  return f(caf::meta::type_name("reopened_question"), x.ask, x.id);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, continued_run& x) {
+  return f(caf::meta::type_name("continued_run"), x.host_seq, x.reopened);
+}
+
+} // namespace hb::storage
 
 namespace hb::actors {
 
@@ -32,17 +53,20 @@ typename Inspector::result_type inspect(Inspector& f, run_opening& x) {
 }
 
 // Run -> writer: a run a previous daemon opened goes on (its turn lived on
-// in a worker the daemon re-attached to); answered with the highest frame
-// seq the log holds for it (runs.host_seq), or errc::not_found when the log
-// does not show it running.
+// in a worker the daemon re-attached to), its agent still waiting on the
+// questions `waiting`; answered with a storage::continued_run (how far the
+// log holds the worker's frames, which waiting questions the log announced
+// and under which ids), or errc::not_found when the log does not show it
+// running.
 struct run_continuing {
   std::string run_id;
   std::string session_id;
+  std::vector<storage::waiting_question> waiting;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, run_continuing& x) {
-  return f(caf::meta::type_name("run_continuing"), x.run_id, x.session_id);
+  return f(caf::meta::type_name("run_continuing"), x.run_id, x.session_id, x.waiting);
 }
 
 // A delta or event of a run that has no queue of its own (see
@@ -282,6 +306,7 @@ inline void add_log_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<run_opening>("hb::run_opening")
     .add_message_type<run_delta>("hb::run_delta")
     .add_message_type<run_continuing>("hb::run_continuing")
+    .add_message_type<storage::continued_run>("hb::continued_run")
     .add_message_type<run_event>("hb::run_event")
     .add_message_type<run_output_queued>("hb::run_output_queued")
     .add_message_type<run_end>("hb::run_end")

@@ -208,19 +208,19 @@ void write_queued(writer_actor* self, const std::string& run_id, const std::shar
   }
 }
 
-caf::result<uint64_t> continue_run(writer_actor* self, const run_continuing& run) {
-  std::optional<uint64_t> host_seq;
+caf::result<storage::continued_run> continue_run(writer_actor* self, const run_continuing& run) {
+  std::optional<storage::continued_run> continued;
   try {
-    host_seq = self->state.batches->log().continue_run(run.run_id, now_seconds());
+    continued = self->state.batches->log().continue_run(run.run_id, now_seconds(), run.waiting);
   } catch (const std::exception& e) {
     return make_error(errc::failed, std::string("event log: ") + e.what());
   }
-  if (!host_seq)
+  if (!continued)
     return make_error(errc::not_found, "run " + run.run_id + " is not running in the event log");
   self->state.session_of_run[run.run_id] = run.session_id;
   touch(self, run.run_id);
   apply(self, log_operations::nothing(), 0); // what taking it up wrote (settled questions) is committed
-  return *host_seq;
+  return std::move(*continued);
 }
 
 caf::result<bool> end_run(writer_actor* self, run_end& end) {

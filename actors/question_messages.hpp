@@ -20,32 +20,40 @@ enum class question_topic : uint8_t { approval, compression, clarify };
 std::string to_string(question_topic topic);
 
 // Run -> broker -> questions: the agent waits for the client's answer until timeout_ms.
-// `request` is the announced event's JSON fields.
+// `request` is the announced event's JSON fields. `reopen_id`: the id the
+// log already announced this question under, before a restart of the
+// daemon (the agent, in a worker that outlived it, still waits); it is open
+// again under that id, not announced twice, and timeout_ms is what is left.
 struct question_asked {
   question_topic topic = question_topic::approval;
   std::string run_id;
   std::string session_id;
   std::string request;
   int64_t timeout_ms = 0;
+  std::string reopen_id;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, question_asked& x) {
-  return f(caf::meta::type_name("question_asked"), x.topic, x.run_id, x.session_id, x.request, x.timeout_ms);
+  return f(caf::meta::type_name("question_asked"), x.topic, x.run_id, x.session_id, x.request, x.timeout_ms,
+           x.reopen_id);
 }
 
 // Run -> broker: hermes-agent's gateway approval, which the agent waits for
 // itself (its answer is routed back into the agent, not to this message).
+// `reopen_id` as for question_asked.
 struct gateway_approval_asked {
   std::string run_id;
   std::string session_id;
   std::string request;
   int64_t timeout_ms = 0;
+  std::string reopen_id;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, gateway_approval_asked& x) {
-  return f(caf::meta::type_name("gateway_approval_asked"), x.run_id, x.session_id, x.request, x.timeout_ms);
+  return f(caf::meta::type_name("gateway_approval_asked"), x.run_id, x.session_id, x.request, x.timeout_ms,
+           x.reopen_id);
 }
 
 // Run -> broker: the questions the TUI showed are gone (answered at the

@@ -117,23 +117,32 @@ struct questions_state {
     self->delayed_send(self, std::chrono::milliseconds(timeout_ms), question_due{id});
   }
 
+  // A question asked again after a restart is open under the id the log
+  // gave it, and announced only once.
+  std::string id_for(const std::string& reopen_id) const {
+    return reopen_id.empty() || table.find(reopen_id) ? new_id() : reopen_id;
+  }
+
   caf::response_promise open(question_asked& asked) {
     auto rp = self->make_response_promise();
-    std::string id = new_id();
+    bool announced = !asked.reopen_id.empty() && !table.find(asked.reopen_id);
+    std::string id = id_for(asked.reopen_id);
     auto what = asked.topic == question_topic::compression ? question::kind::compression
                 : asked.topic == question_topic::clarify   ? question::kind::clarify
                                                            : question::kind::terminal_approval;
     auto [name, id_key] = what == question::kind::compression ? std::pair{"bridge.compression.requested", "request_id"}
                           : what == question::kind::clarify ? std::pair{"clarify.requested", "clarify_id"}
                                                             : std::pair{"approval.requested", "approval_id"};
-    emit(asked.run_id, question_event(name, id_key, id, asked.request));
+    if (!announced)
+      emit(asked.run_id, question_event(name, id_key, id, asked.request));
     add(question{what, id, asked.run_id, std::move(asked.session_id), rp, {}, {}});
     arm_deadline(id, asked.timeout_ms);
     return rp;
   }
 
   void open_gateway(gateway_approval_asked& asked) {
-    std::string id = new_id();
+    bool announced = !asked.reopen_id.empty() && !table.find(asked.reopen_id);
+    std::string id = id_for(asked.reopen_id);
     json event = question_event("approval.requested", "approval_id", id, asked.request);
     // How to answer exactly this request is the daemon's business, not the client's.
     auto withhold = [&](const char* key) {
@@ -143,7 +152,8 @@ struct questions_state {
     };
     question q{question::kind::gateway_approval, id, asked.run_id, asked.session_id, {},
                withhold("agent_request_id"), withhold("bridge_token")};
-    emit(asked.run_id, event);
+    if (!announced)
+      emit(asked.run_id, event);
     add(std::move(q));
     // hermes-agent gives up at timeout_ms by itself; the log says so then.
     arm_deadline(id, asked.timeout_ms);

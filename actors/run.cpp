@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <thread>
 
 namespace hb::actors {
@@ -90,18 +91,44 @@ public:
                                                    static_cast<int64_t>(millis(timeout_s).count())});
   }
 
+  // The questions the log announced before the restart, by the host's
+  // number for them: set before the turn is continued.
+  void reopen(const std::vector<storage::reopened_question>& reopened) {
+    for (const auto& q : reopened)
+      reopened_[q.ask] = q.id;
+  }
+
+  std::string ask_again(const bridge::waiting_question& q) override {
+    auto it = reopened_.find(q.ask);
+    std::string id = it == reopened_.end() ? std::string() : it->second;
+    if (q.kind == "gateway") {
+      caf::anon_send(broker_, gateway_approval_asked{run_id_, session_id_, q.request,
+                                                     static_cast<int64_t>(millis(q.timeout_s).count()), id});
+      return {};
+    }
+    auto topic = q.kind == "compression" ? question_topic::compression
+                 : q.kind == "clarify"   ? question_topic::clarify
+                                         : question_topic::approval;
+    std::string reply = topic == question_topic::approval      ? "deny"
+                        : topic == question_topic::compression ? R"({"failure": "bridge compression timed out"})"
+                                                               : "";
+    ask(topic, q.request, q.timeout_s, [&](std::string& answer) { reply = std::move(answer); }, id);
+    return reply;
+  }
+
   void withdraw_questions(std::string reason) override {
     caf::anon_send(broker_, questions_withdrawn{run_id_, std::move(reason)});
   }
 
 private:
   template <class OnAnswer>
-  void ask(question_topic topic, std::string request, double timeout_s, OnAnswer on_answer) {
+  void ask(question_topic topic, std::string request, double timeout_s, OnAnswer on_answer,
+           std::string reopen_id = {}) {
     caf::scoped_actor self{sys_};
     self
       ->request(broker_, millis(timeout_s) + broker_grace,
                 question_asked{topic, run_id_, session_id_, std::move(request),
-                               static_cast<int64_t>(millis(timeout_s).count())})
+                               static_cast<int64_t>(millis(timeout_s).count()), std::move(reopen_id)})
       .receive(on_answer, [](caf::error&) {});
   }
 
@@ -112,6 +139,7 @@ private:
   std::string session_id_;
   std::shared_ptr<run_output> output_; // to the writer, in order (run_output.hpp)
   std::atomic<bool> closed_{false};
+  std::map<uint64_t, std::string> reopened_; // written before the turn continues, read after
 };
 
 // The end of every run: the session learns the turn is over, open questions
@@ -140,10 +168,18 @@ bool finish(caf::blocking_actor* self, const run_spec& spec, bridge::turn_outcom
 // is in it; the worker sends what comes after.
 bridge::turn_outcome continue_run(caf::blocking_actor* self, const run_spec& spec,
                                   const std::shared_ptr<actor_sink>& sink) {
+  std::vector<storage::waiting_question> waiting;
+  for (auto& q : spec.agent->waiting_questions())
+    waiting.push_back(storage::waiting_question{q.ask, std::move(q.kind), std::move(q.request)});
   std::optional<uint64_t> logged;
   std::string why;
-  self->request(spec.writer, caf::infinite, run_continuing{spec.run_id, spec.session_id})
-    .receive([&](uint64_t seq) { logged = seq; }, [&](caf::error& err) { why = caf::to_string(err); });
+  self->request(spec.writer, caf::infinite, run_continuing{spec.run_id, spec.session_id, std::move(waiting)})
+    .receive(
+      [&](storage::continued_run& run) {
+        logged = run.host_seq;
+        sink->reopen(run.reopened);
+      },
+      [&](caf::error& err) { why = caf::to_string(err); });
   self->send(spec.session, run_armed{spec.run_id});
   if (logged)
     return spec.agent->continue_turn(sink, *logged);

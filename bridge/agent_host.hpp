@@ -12,8 +12,18 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace hb::bridge {
+
+// A question a turn's agent asked before the daemon restarted and still
+// waits on (a worker that outlived the daemon reports it when attached to).
+struct waiting_question {
+  uint64_t ask = 0;     // the host's number for it
+  std::string kind;     // "approval", "gateway", "compression" or "clarify"
+  std::string request;  // JSON, as first asked
+  double timeout_s = 0; // what is left of its deadline
+};
 
 // Where a running turn reports. Implemented by the actor layer; called on
 // the host's threads (hermes-agent's stream workers, the turn thread, the
@@ -48,6 +58,21 @@ public:
   virtual std::string ask_clarify(std::string request_json, double timeout_s) = 0;
   // The gateway path: hermes-agent waits by itself, we only announce it.
   virtual void gateway_notify(std::string request_json, double timeout_s) = 0;
+  // A question asked before a restart of the daemon (waiting_question),
+  // open again, blocking like the calls above; a gateway approval returns
+  // at once (its agent waits by itself). The actor layer opens it again
+  // under the id the log announced it with; this plain version asks anew.
+  virtual std::string ask_again(const waiting_question& q) {
+    if (q.kind == "gateway") {
+      gateway_notify(q.request, q.timeout_s);
+      return {};
+    }
+    if (q.kind == "compression")
+      return ask_compression(q.request, q.timeout_s);
+    if (q.kind == "clarify")
+      return ask_clarify(q.request, q.timeout_s);
+    return ask_approval(q.request, q.timeout_s);
+  }
   // Questions of this run were answered elsewhere (a person at the TUI):
   // they are settled with `reason` and their askers get an empty answer.
   virtual void withdraw_questions(std::string reason) = 0;
@@ -83,6 +108,9 @@ public:
     return out;
   }
   virtual void drop_turn() {}
+  // The questions that adopted turn's agent still waits on, in the order
+  // asked: continue_turn asks them again through the sink's ask_again.
+  virtual std::vector<waiting_question> waiting_questions() const { return {}; }
   virtual void interrupt(const std::string& message_json) = 0; // throws protocol::wire_error
   // The daemon stops: end the live turn soon. An embedded turn is
   // interrupted; a native one is only let go (the TUI, which outlives the

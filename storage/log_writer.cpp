@@ -175,7 +175,8 @@ void log_writer::note_host_seq(const std::string& run_id, uint64_t seq) {
   note_host_seq_->reset();
 }
 
-std::optional<uint64_t> log_writer::continue_run(const std::string& run_id, double now) {
+std::optional<continued_run> log_writer::continue_run(const std::string& run_id, double now,
+                                                     const std::vector<waiting_question>& waiting) {
   SQLite::Statement row(db_, "SELECT run_no, host_seq FROM runs WHERE run_id=? AND status='running'");
   row.bind(1, run_id);
   if (!row.executeStep())
@@ -189,16 +190,21 @@ std::optional<uint64_t> log_writer::continue_run(const std::string& run_id, doub
   };
   run.next_delta = next("deltas");
   run.next_event = next("events");
-  uint64_t host_seq = static_cast<uint64_t>(row.getColumn(1).getInt64());
+  continued_run out;
+  out.host_seq = static_cast<uint64_t>(row.getColumn(1).getInt64());
   if (in_tx_)
     runs_at_begin_[run_id] = run; // a rollback of the open transaction keeps it: nothing of it was in there
   auto& taken = runs_[run_id] = run;
-  // What the run was asking when its daemon died was asked by a daemon that
-  // is gone: settled as a restart settles it (the worker's waiting agents get
-  // the same fail-closed answers), so every question in the log is resolved.
-  for (const auto& body : settle_open_questions(db_, taken.run_no))
+  // A question the agent no longer waits on was settled somewhere nobody
+  // saw (the worker's own fail-closed default): the log says so now, so
+  // every question in it is resolved.
+  out.reopened = match_waiting_questions(db_, taken.run_no, waiting);
+  std::set<std::string> still_open;
+  for (const auto& q : out.reopened)
+    still_open.insert(q.id);
+  for (const auto& body : settle_open_questions(db_, taken.run_no, nullptr, still_open))
     insert_event(taken, body, now);
-  return host_seq;
+  return out;
 }
 
 size_t log_writer::commit() {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "storage/log_rows.hpp"
+#include "storage/recovery.hpp"
 
 #include <SQLiteCpp/SQLiteCpp.h>
 
@@ -16,6 +17,12 @@
 #include <unordered_map>
 
 namespace hb::storage {
+
+// A run taken up again (log_writer::continue_run).
+struct continued_run {
+  uint64_t host_seq = 0;                   // the worker's frames up to this seq are in the log
+  std::vector<reopened_question> reopened; // questions still open, with their ids
+};
 
 struct writer_options {
   // "NORMAL" survives a process crash (kill -9) in WAL mode; "FULL" also an
@@ -45,11 +52,13 @@ public:
   // A worker's numbered output for the run is in this transaction up to `seq`.
   void note_host_seq(const std::string& run_id, uint64_t seq);
   // Takes up a run a previous daemon opened and left running (its turn went
-  // on in a worker): appends continue its sequences, and the questions it
-  // left open are settled (recovery.hpp, settle_open_questions) in the open
-  // transaction. Returns its host_seq, or nothing when the log does not show
-  // it running.
-  std::optional<uint64_t> continue_run(const std::string& run_id, double now);
+  // on in a worker): appends continue its sequences; of the questions it
+  // left open, those its agent still waits on (`waiting`, as the worker
+  // reports them) stay open and come back paired with their ids, the rest
+  // are settled (recovery.hpp) in the open transaction. Nothing when the
+  // log does not show the run running.
+  std::optional<continued_run> continue_run(const std::string& run_id, double now,
+                                            const std::vector<waiting_question>& waiting = {});
   // For `import`: the run row as another log had it (its status, result,
   // error and end already), open for its deltas and events to be appended
   // until this writer goes.

@@ -13,23 +13,30 @@ const char* const restart_reason = "hermes-bridge restarted while this run was l
 
 namespace {
 
-struct open_questions {
-  std::vector<std::string> approvals;
-  std::vector<json> compressions; // their requested events
-  std::vector<std::string> clarifications;
+// A question the log shows asked and not yet settled: its requested event.
+struct open_question {
+  std::string topic; // "approval", "compression" or "clarify"
+  std::string id;
+  json requested;
 };
 
-open_questions find_open_questions(SQLite::Database& db, int64_t run_no) {
-  open_questions open;
+const char* id_key_of(const std::string& topic) {
+  return topic == "compression" ? "request_id" : topic == "clarify" ? "clarify_id" : "approval_id";
+}
+
+// In the order they were asked.
+std::vector<open_question> find_open_questions(SQLite::Database& db, int64_t run_no) {
+  std::vector<open_question> open;
   SQLite::Statement scan(db,
     "SELECT body FROM events WHERE run_no=? AND (body LIKE '{\"event\": \"approval.%'"
     " OR body LIKE '{\"event\": \"bridge.compression.%' OR body LIKE '{\"event\": \"clarify.%')"
     " ORDER BY seq");
   scan.bind(1, run_no);
-  auto drop = [](auto& list, const std::string& id, auto key_of) {
-    for (auto it = list.begin(); it != list.end(); ++it)
-      if (key_of(*it) == id) {
-        list.erase(it);
+  auto settle = [&](const std::string& topic, const json& ev) {
+    std::string id = ev.value(id_key_of(topic), "");
+    for (auto it = open.begin(); it != open.end(); ++it)
+      if (it->topic == topic && it->id == id) {
+        open.erase(it);
         return;
       }
   };
@@ -38,59 +45,87 @@ open_questions find_open_questions(SQLite::Database& db, int64_t run_no) {
     if (!ev.is_object())
       continue;
     std::string name = ev.value("event", "");
-    if (name == "approval.requested")
-      open.approvals.push_back(ev.value("approval_id", ""));
-    else if (name == "approval.resolved")
-      drop(open.approvals, ev.value("approval_id", ""), [](const std::string& s) { return s; });
-    else if (name == "bridge.compression.requested")
-      open.compressions.push_back(ev);
-    else if (name == "bridge.compression.completed" || name == "bridge.compression.failed")
-      drop(open.compressions, ev.value("request_id", ""),
-           [](const json& j) { return j.value("request_id", ""); });
-    else if (name == "clarify.requested")
-      open.clarifications.push_back(ev.value("clarify_id", ""));
-    else if (name == "clarify.resolved")
-      drop(open.clarifications, ev.value("clarify_id", ""), [](const std::string& s) { return s; });
+    if (name == "approval.requested" || name == "bridge.compression.requested" || name == "clarify.requested") {
+      std::string topic = name == "approval.requested" ? "approval" : name == "clarify.requested" ? "clarify" : "compression";
+      std::string id = ev.value(id_key_of(topic), "");
+      open.push_back(open_question{std::move(topic), std::move(id), std::move(ev)});
+    } else if (name == "approval.resolved") {
+      settle("approval", ev);
+    } else if (name == "bridge.compression.completed" || name == "bridge.compression.failed") {
+      settle("compression", ev);
+    } else if (name == "clarify.resolved") {
+      settle("clarify", ev);
+    }
   }
   return open;
 }
 
+// The fields a question's requested event was announced with, as the agent
+// sent them: without the event's name and id, and without what the daemon
+// withholds from clients (a gateway approval's routing).
+json asked_fields(json fields, const std::string& topic) {
+  if (!fields.is_object())
+    return json::object();
+  fields.erase("event");
+  fields.erase(id_key_of(topic));
+  fields.erase("agent_request_id");
+  fields.erase("bridge_token");
+  return fields;
+}
+
+std::string topic_of(const std::string& kind) { return kind == "gateway" ? "approval" : kind; }
+
 } // namespace
 
-std::vector<std::string> settle_open_questions(SQLite::Database& db, int64_t run_no, recovery_report* report) {
+std::vector<std::string> settle_open_questions(SQLite::Database& db, int64_t run_no, recovery_report* report,
+                                               const std::set<std::string>& still_open) {
   std::vector<std::string> events;
-  auto add = [&](const json& event) { events.push_back(protocol::dumps(event)); };
-  open_questions open = find_open_questions(db, run_no);
-  for (const auto& id : open.approvals) {
+  for (const auto& q : find_open_questions(db, run_no)) {
+    if (still_open.count(q.id))
+      continue;
     json ev;
-    ev["event"] = "approval.resolved";
-    ev["approval_id"] = id;
-    ev["choice"] = "deny";
-    ev["reason"] = "daemon restarted";
-    add(ev);
-    if (report)
-      ++report->approvals_denied;
-  }
-  for (const auto& requested : open.compressions) {
-    json ev;
-    ev["event"] = "bridge.compression.failed";
-    ev["request_id"] = requested.value("request_id", "");
-    ev["message_count"] = requested.value("message_count", json());
-    ev["approx_tokens"] = requested.value("approx_tokens", json());
-    ev["error"] = "hermes-bridge restarted before the compression reply";
-    add(ev);
-    if (report)
-      ++report->compressions_failed;
-  }
-  for (const auto& id : open.clarifications) {
-    json ev;
-    ev["event"] = "clarify.resolved";
-    ev["clarify_id"] = id;
-    ev["response"] = nullptr;
-    ev["reason"] = "daemon restarted";
-    add(ev);
+    if (q.topic == "approval") {
+      ev["event"] = "approval.resolved";
+      ev["approval_id"] = q.id;
+      ev["choice"] = "deny";
+      ev["reason"] = "daemon restarted";
+      if (report)
+        ++report->approvals_denied;
+    } else if (q.topic == "compression") {
+      ev["event"] = "bridge.compression.failed";
+      ev["request_id"] = q.id;
+      ev["message_count"] = q.requested.value("message_count", json());
+      ev["approx_tokens"] = q.requested.value("approx_tokens", json());
+      ev["error"] = "hermes-bridge restarted before the compression reply";
+      if (report)
+        ++report->compressions_failed;
+    } else {
+      ev["event"] = "clarify.resolved";
+      ev["clarify_id"] = q.id;
+      ev["response"] = nullptr;
+      ev["reason"] = "daemon restarted";
+    }
+    events.push_back(protocol::dumps(ev));
   }
   return events;
+}
+
+std::vector<reopened_question> match_waiting_questions(SQLite::Database& db, int64_t run_no,
+                                                       const std::vector<waiting_question>& waiting) {
+  std::vector<reopened_question> matched;
+  std::vector<open_question> open = find_open_questions(db, run_no);
+  for (const auto& w : waiting) {
+    json asked = json::parse(w.request, nullptr, false);
+    std::string topic = topic_of(w.kind);
+    for (auto it = open.begin(); it != open.end(); ++it) {
+      if (it->topic == topic && asked_fields(it->requested, topic) == asked_fields(asked, topic)) {
+        matched.push_back(reopened_question{w.ask, it->id});
+        open.erase(it);
+        break;
+      }
+    }
+  }
+  return matched;
 }
 
 recovery_report recover_open_runs(SQLite::Database& db, double now, const std::set<std::string>& continuing,

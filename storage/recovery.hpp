@@ -29,9 +29,32 @@ extern const char* const restart_reason;
 // The events that settle a run's questions still open in the log (asked,
 // never resolved), each as the daemon's restart settles it: approvals
 // denied, compressions failed, clarifications unanswered, with the reason.
-// Counted into `report` when given.
+// Counted into `report` when given. Those named in `still_open` are left:
+// their agents still wait for an answer (match_waiting_questions).
 std::vector<std::string> settle_open_questions(SQLite::Database& db, int64_t run_no,
-                                               recovery_report* report = nullptr);
+                                               recovery_report* report = nullptr,
+                                               const std::set<std::string>& still_open = {});
+
+// A question a worker that outlived its daemon reports its agent still
+// waiting on: the worker's number for it, its kind ("approval", "gateway",
+// "compression", "clarify") and the request the agent asked it with.
+struct waiting_question {
+  uint64_t ask = 0;
+  std::string kind;
+  std::string request;
+};
+
+// A waiting question the log already announced, under the id it has there.
+struct reopened_question {
+  uint64_t ask = 0;
+  std::string id;
+};
+
+// Pairs each waiting question with the open question of the log that
+// announced it (same topic, same request, in the order asked); a waiting
+// question the log never announced stays unpaired.
+std::vector<reopened_question> match_waiting_questions(SQLite::Database& db, int64_t run_no,
+                                                       const std::vector<waiting_question>& waiting);
 
 // A live run left `running` because its turn goes on in a worker that
 // outlived the last daemon (bridge/worker/FRAMES.md, re-attaching).

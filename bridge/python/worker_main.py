@@ -85,7 +85,20 @@ class Turn:
         self.worker.conn.drain(FLUSH_WAIT_S)
 
     def gateway_notify(self, request_json: str, timeout_s: float) -> None:
-        self.worker.conn.send_for(self, "notify", request=request_json, timeout_s=float(timeout_s))
+        """The agent waits by itself; the request is kept as a question until
+        the daemon answers it or the turn ends, so that a daemon attaching
+        meanwhile opens it again (worker_rendezvous.describe)."""
+        ask_id, waiter = self.worker.open_question(self.turn_id, "gateway", request_json, float(timeout_s))
+        try:
+            waiter["token"] = str(json.loads(request_json).get("bridge_token") or "")
+        except (ValueError, AttributeError):
+            waiter["token"] = ""
+        conn = self.worker.conn
+        with conn.lock:
+            if conn.send_for(self, "notify", request=request_json, timeout_s=float(timeout_s)):
+                waiter["seq"] = self.seq
+            else:
+                self.worker.close_question(ask_id)
 
     def ask_approval(self, request_json: str, timeout_s: float) -> str:
         return self._ask("approval", request_json, timeout_s)
@@ -146,6 +159,14 @@ class Worker:
         with self.lock:
             self.questions.pop(ask_id, None)
 
+    def close_gateway_questions(self, turn_id: int = 0, token: str = "") -> None:
+        """Gateway approvals nobody will answer through this worker any more:
+        answered (by `token`) or their turn over (`turn_id`)."""
+        with self.lock:
+            for ask_id, w in list(self.questions.items()):
+                if w["kind"] == "gateway" and (w["turn"] == turn_id or (token and w.get("token") == token)):
+                    del self.questions[ask_id]
+
     def answer(self, frame: dict[str, Any]) -> None:
         with self.lock:
             waiter = self.questions.get(frame["ask"])
@@ -205,6 +226,7 @@ class Worker:
             finally:
                 with self.lock:
                     self.turns.pop(f["turn"], None)
+                self.close_gateway_questions(turn_id=f["turn"])
             self.conn.end_turn(sink, status=parts[0], result=parts[1], error=parts[2], history=parts[3],
                                message_count=int(parts[4] or 0))
         threading.Thread(target=run, name=f"hermes-bridge-turn-{f['turn']}", daemon=True).start()
@@ -217,6 +239,7 @@ class Worker:
             with self.conn.lock:
                 self.reply(f["req"], lambda: str(adapter.resolve_gateway(
                     f["session_id"], f["choice"], f.get("request_id", ""), f.get("token", ""))))
+            self.close_gateway_questions(token=f.get("token", ""))
         self.in_thread(run, "quick")
 
     def release(self, f: dict[str, Any]) -> None:

@@ -192,10 +192,13 @@ def describe(worker: "Worker") -> dict[str, Any]:
     with worker.lock:
         sessions = [{"handle": h, "session_id": sid} for h, sid in worker.session_ids.items()]
         # A question whose frame is not written yet is left out: that frame
-        # reaches the daemon as its turn's, once the turn is resumed.
+        # reaches the daemon as its turn's, once the turn is resumed. So is a
+        # gateway approval past its deadline: its agent has stopped waiting.
         asks = [{"turn": w["turn"], "ask": ask_id, "seq": w["seq"], "kind": w["kind"], "request": w["request"],
                  "timeout_s": w["timeout_s"], "waited_s": round(now - w["asked_at"], 3)}
-                for ask_id, w in worker.questions.items() if w["seq"] is not None and not w["done"].is_set()]
+                for ask_id, w in worker.questions.items()
+                if w["seq"] is not None and not w["done"].is_set()
+                and (w["kind"] != "gateway" or now - w["asked_at"] < w["timeout_s"])]
     return {"t": "attached", **worker.identity, "warm": worker.warm, "req": worker.highest_req,
             "sessions": sessions, "turns": turns, "asks": asks}
 

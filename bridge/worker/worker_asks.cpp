@@ -2,6 +2,7 @@
 // each waits for a client on a thread of its own, a bounded number at once.
 #include "bridge/worker/worker_process.hpp"
 
+#include <functional>
 #include <system_error>
 #include <thread>
 
@@ -22,34 +23,43 @@ std::string fail_closed(const std::string& kind) {
 } // namespace
 
 void worker_process::ask_client(ask f, std::shared_ptr<turn_sink> sink) {
+  auto kind = f.kind;
+  wait_for_answer(f.turn, f.ask, kind, [f = std::move(f), sink = std::move(sink)]() mutable {
+    if (f.kind == "approval")
+      return sink->ask_approval(std::move(f.request), f.timeout_s);
+    if (f.kind == "compression")
+      return sink->ask_compression(std::move(f.request), f.timeout_s);
+    if (f.kind == "clarify")
+      return sink->ask_clarify(std::move(f.request), f.timeout_s);
+    return std::string();
+  });
+}
+
+void worker_process::wait_for_answer(uint64_t turn, uint64_t ask_no, const std::string& kind,
+                                     std::function<std::string()> asking) {
   // The broker answers when a client does or at the deadline: wait on a
   // thread of its own, so this reader goes on with other turns; past the
   // bound, fail closed at once instead of starting another thread.
   if (open_asks_.fetch_add(1) >= max_open_asks_) {
     open_asks_--;
-    post(answer{f.turn, f.ask, fail_closed(f.kind)});
+    post(answer{turn, ask_no, fail_closed(kind)});
     return;
   }
   auto self = shared_from_this();
   try {
-    std::thread([self, sink = std::move(sink), f]() mutable {
+    std::thread([self, turn, ask_no, kind, asking = std::move(asking)] {
       std::string text;
       try {
-        if (f.kind == "approval")
-          text = sink->ask_approval(std::move(f.request), f.timeout_s);
-        else if (f.kind == "compression")
-          text = sink->ask_compression(std::move(f.request), f.timeout_s);
-        else if (f.kind == "clarify")
-          text = sink->ask_clarify(std::move(f.request), f.timeout_s);
+        text = asking();
       } catch (const std::exception&) {
-        text = fail_closed(f.kind);
+        text = fail_closed(kind);
       }
       self->open_asks_--;
-      self->post(answer{f.turn, f.ask, std::move(text)});
+      self->post(answer{turn, ask_no, std::move(text)});
     }).detach();
   } catch (const std::system_error&) { // no thread to be had
     open_asks_--;
-    post(answer{f.turn, f.ask, fail_closed(f.kind)});
+    post(answer{turn, ask_no, fail_closed(kind)});
   }
 }
 

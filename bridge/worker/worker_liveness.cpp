@@ -159,7 +159,7 @@ void worker_process::watch() {
     if (!alive_)
       return;
     lock.unlock();
-    if (reader_paused_)
+    if (reader_busy_)
       heard(); // we are not reading it: its silence says nothing
     auto silent = silent_for();
     if (silent >= unresponsive_after_) {

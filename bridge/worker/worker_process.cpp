@@ -152,6 +152,10 @@ turn_outcome worker_process::continue_turn(uint64_t id, const std::shared_ptr<tu
     if (auto self = weak.lock())
       self->acknowledge(id, seq);
   });
+  // Every question its agent still waits on is open again before the rest
+  // of its frames come: under its old id where the log announced it (the
+  // sink knows), else as new. Its `ask` or `notify` frame, if it comes
+  // again after `after`, is not asked a second time.
   std::vector<held_ask> waiting;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -159,23 +163,29 @@ turn_outcome worker_process::continue_turn(uint64_t id, const std::shared_ptr<tu
       waiting = std::move(it->second);
       adopted_asks_.erase(it);
     }
+    for (const auto& a : waiting)
+      turn->asked_again.insert(a.seq);
   }
-  // A question the log already holds was asked by a daemon that is gone, and
-  // the log settled it when the run was taken up (deny, no clarification, a
-  // failed compression): its agent gets the same fail-closed answer now. One
-  // the log lacks comes again as its `ask` frame and is asked afresh.
-  for (const auto& a : waiting) {
-    if (a.seq > after)
-      continue;
-    std::string settled = a.kind == "approval"      ? "deny"
-                          : a.kind == "compression" ? R"({"failure": "hermes-bridge restarted before the compression reply"})"
-                                                    : "";
-    post(answer{id, a.ask, settled});
+  for (auto& a : waiting) {
+    waiting_question q{a.ask, a.kind, std::move(a.request), std::max(0.0, a.timeout_s - a.waited_s)};
+    if (q.kind == "gateway")
+      sink->ask_again(q);
+    else
+      wait_for_answer(id, a.ask, a.kind, [sink, q] { return sink->ask_again(q); });
   }
   post(resume{id, after}); // registered first: its frames find their sink
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [&] { return turn->outcome.has_value(); });
   return std::move(*turn->outcome);
+}
+
+std::vector<waiting_question> worker_process::waiting_questions(uint64_t turn) const {
+  std::vector<waiting_question> out;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = adopted_asks_.find(turn); it != adopted_asks_.end())
+    for (const auto& a : it->second)
+      out.push_back(waiting_question{a.ask, a.kind, a.request, std::max(0.0, a.timeout_s - a.waited_s)});
+  return out;
 }
 
 void worker_process::drop_turn(uint64_t turn) { post(worker::drop_turn{turn}); }
@@ -218,8 +228,13 @@ void worker_process::read_loop() {
         break;
       frames.feed(buffer, static_cast<size_t>(n));
       heard();
+      // Decoding a big frame, or waiting for room in the log (back-pressure
+      // from handle), is our time, not the worker's: it is not silent then.
+      reader_busy_ = true;
       while (auto body = frames.next())
         handle(decode_from_worker(*body));
+      reader_busy_ = false;
+      heard();
     }
   } catch (const frame_error& e) {
     why = std::string("sent a corrupt frame (") + e.what() + ")";
@@ -277,6 +292,10 @@ void worker_process::handle(from_worker frame) {
     auto it = turns_.find(id);
     return it == turns_.end() ? nullptr : it->second;
   };
+  auto asked_again = [&](live_turn& turn, uint64_t seq) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return turn.asked_again.erase(seq) != 0;
+  };
   std::visit(
     [&](auto& f) {
       using T = std::decay_t<decltype(f)>;
@@ -318,14 +337,11 @@ void worker_process::handle(from_worker frame) {
         // Waiting here holds back this worker's frames, and with them its
         // agent threads once the socket is full: the back-pressure an
         // embedded agent gets from its sink.
-        if (turn->sink->backlogged()) {
-          reader_paused_ = true; // its silence meanwhile is ours
+        if (turn->sink->backlogged())
           turn->sink->wait_for_room();
-          reader_paused_ = false;
-          heard();
-        }
       } else if constexpr (std::is_same_v<T, notify>) {
-        if (auto turn = find_turn(f.turn))
+        auto turn = find_turn(f.turn);
+        if (turn && !asked_again(*turn, f.seq))
           turn->sink->gateway_notify(std::move(f.request), f.timeout_s);
       } else if constexpr (std::is_same_v<T, ask>) {
         auto turn = find_turn(f.turn);
@@ -333,7 +349,8 @@ void worker_process::handle(from_worker frame) {
           post(answer{f.turn, f.ask, ""});
           return;
         }
-        ask_client(std::move(f), turn->sink);
+        if (!asked_again(*turn, f.seq))
+          ask_client(std::move(f), turn->sink);
       } else if constexpr (std::is_same_v<T, turn_end>) {
         std::lock_guard<std::mutex> lock(mu_);
         auto it = turns_.find(f.turn);

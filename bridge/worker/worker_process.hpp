@@ -21,6 +21,7 @@
 #include <condition_variable>
 #include <functional>
 #include <map>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -99,6 +100,10 @@ public:
   // A turn the worker ran when this daemon attached to it: its frames after
   // `after` (what the event log holds) go to `sink`; returns at its turn_end.
   turn_outcome continue_turn(uint64_t turn, const std::shared_ptr<turn_sink>& sink, uint64_t after);
+  // The questions `turn` waited on when this daemon attached, in the order
+  // asked, each with what is left of its deadline; continue_turn asks them
+  // again (turn_sink::ask_again).
+  std::vector<waiting_question> waiting_questions(uint64_t turn) const;
   // A turn the worker ran when this daemon attached that nobody follows.
   void drop_turn(uint64_t turn);
   // Started by another daemon and attached to at this one's start.
@@ -128,6 +133,10 @@ private:
   bool try_post(const to_worker& frame);
   bool send_acks(std::map<uint64_t, uint64_t>& acks); // false when some could not go now
   void ask_client(ask f, std::shared_ptr<turn_sink> sink);
+  // Waits on a thread of its own for what `asking` answers (a client's
+  // answer), then hands it to the worker's question `ask_no` of `turn`.
+  void wait_for_answer(uint64_t turn, uint64_t ask_no, const std::string& kind,
+                       std::function<std::string()> asking);
   void read_loop();
   void handle(from_worker frame);
   void died(const std::string& reason);
@@ -143,6 +152,7 @@ private:
   struct live_turn {
     std::shared_ptr<turn_sink> sink;
     std::optional<turn_outcome> outcome;
+    std::set<uint64_t> asked_again; // seqs of questions continue_turn asked again: their frames, resent, are not
   };
 
   std::string profile_;
@@ -161,7 +171,7 @@ private:
   size_t max_open_asks_ = 64;
   std::atomic<size_t> open_asks_{0};
   std::atomic<int64_t> last_heard_ns_{0};  // steady clock: the last frame read from it
-  std::atomic<bool> reader_paused_{false}; // our own back-pressure holds its frames back
+  std::atomic<bool> reader_busy_{false}; // decoding or waiting for the log: its silence is ours
   std::atomic<bool> unresponsive_{false};
   std::atomic<uint64_t> unacknowledged_{0};
 

@@ -49,6 +49,10 @@ turn_outcome worker_session::continue_turn(const std::shared_ptr<turn_sink>& sin
   return proc_->continue_turn(std::exchange(adopted_turn_, 0), sink, logged_seq);
 }
 
+std::vector<waiting_question> worker_session::waiting_questions() const {
+  return adopted_turn_ == 0 ? std::vector<waiting_question>{} : proc_->waiting_questions(adopted_turn_);
+}
+
 void worker_session::drop_turn() {
   if (adopted_turn_ != 0)
     proc_->drop_turn(std::exchange(adopted_turn_, 0));

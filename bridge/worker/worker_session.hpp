@@ -26,6 +26,7 @@ public:
   turn_outcome run_turn(const std::shared_ptr<turn_sink>& sink, const std::string& request_json) override;
   turn_outcome continue_turn(const std::shared_ptr<turn_sink>& sink, uint64_t logged_seq) override;
   void drop_turn() override;
+  std::vector<waiting_question> waiting_questions() const override;
   void interrupt(const std::string& message_json) override;
   bool steer(const std::string& text) override;
   bool usable() const override { return proc_->accepting(); }

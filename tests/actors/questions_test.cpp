@@ -349,4 +349,56 @@ CAF_TEST(the watcher hears how many questions are open after every change) {
   CAF_CHECK_EQUAL(*counts, (std::vector<uint64_t>{0, 1, 2, 1, 0}));
 }
 
+CAF_TEST(a question asked again after a restart keeps its id and is not announced twice) {
+  auto asker = ask_later<std::string>(questions, question_asked{question_topic::approval, "r1", "s1",
+                                                                R"({"command": "rm -rf /"})", 60'000, "a-old"});
+  deliver();
+  CAF_CHECK(logged->empty()); // the log announced it before the restart
+  auto outcome = answer<approval_outcome>(approval_answer{"a-old", "once"});
+  CAF_REQUIRE(outcome);
+  CAF_CHECK(outcome->resolved);
+  CAF_CHECK_EQUAL(text_of(asker), "once");
+  CAF_CHECK_EQUAL(resolutions("a-old").size(), 1u);
+}
+
+CAF_TEST(a question asked again is due when what was left of its time is up) {
+  auto asker = ask_later<std::string>(questions,
+                                      question_asked{question_topic::clarify, "r1", "s1", "{}", 2'000, "c-old"});
+  deliver();
+  let_pass(1'999ms);
+  CAF_CHECK(!asker->has_value());
+  let_pass(1ms);
+  CAF_CHECK_EQUAL(text_of(asker), "");
+  auto settled = events("clarify.resolved", "clarify_id", "c-old");
+  CAF_REQUIRE_EQUAL(settled.size(), 1u);
+  CAF_CHECK(settled[0]["reason"] == "timeout");
+}
+
+CAF_TEST(a gateway approval asked again is answered through the agent under its old id) {
+  caf::anon_send(questions, gateway_approval_asked{"r1", "s1",
+                                                   R"({"command": "sudo x", "agent_request_id": "req-7",
+                                                       "bridge_token": "tok-9"})",
+                                                   60'000, "g-old"});
+  deliver();
+  CAF_CHECK(logged->empty());
+  auto outcome = answer<approval_outcome>(approval_answer{"g-old", "session"});
+  CAF_REQUIRE(outcome);
+  CAF_CHECK(outcome->resolved);
+  CAF_REQUIRE_EQUAL(gateway_calls.size(), 1u);
+  CAF_CHECK_EQUAL(gateway_calls[0].agent_request_id, "req-7");
+  CAF_CHECK_EQUAL(gateway_calls[0].bridge_token, "tok-9");
+  CAF_CHECK_EQUAL(gateway_calls[0].choice, "session");
+}
+
+CAF_TEST(an id to reopen that is already open gets a new id and its own announcement) {
+  auto [first, id] = ask_question(question_topic::approval, "r1");
+  auto second = ask_later<std::string>(questions, question_asked{question_topic::approval, "r1", "s1",
+                                                                 R"({"command": "ls"})", 60'000, id});
+  deliver();
+  const json& announced = logged->back().second;
+  CAF_CHECK(announced["event"] == "approval.requested");
+  CAF_CHECK(announced["command"] == "ls");
+  CAF_CHECK_NOT_EQUAL(announced["approval_id"].get<std::string>(), id);
+}
+
 CAF_TEST_FIXTURE_SCOPE_END()

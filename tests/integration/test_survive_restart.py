@@ -142,30 +142,60 @@ class SurviveRestart(unittest.TestCase):
         inits = [e for e in again.agent_log_entries() if e.get("op") == "init" and e.get("session_id") == "idle"]
         self.assertEqual(len(inits), 1, "the agent was built again after the restart")
 
-    def test_a_question_pending_at_the_kill_is_asked_again_and_its_answer_reaches_the_agent(self):
+    def assert_answered_after_a_restart(self, script: str, config: dict | None = None) -> None:
+        """A question pending at the kill is pending after it under the same
+        id, announced once; the answer given to the next daemon reaches the
+        agent, and its run completes."""
         b = self.first
-        run = b.chat("q", "script:say asking;approve-cli rm -rf /tmp/x;say after")["run_id"]
-        first_ask = b.wait_event(run, "approval.requested")
+        if config:
+            b = Bridge(args=WORKER, config=config).start()
+            self.addCleanup(b.stop)
+        run = b.chat("q", script)["run_id"]
+        asked = b.wait_event(run, "approval.requested")
         kill_daemon(b)
         again = restarted(b)
         self.addCleanup(again.stop)
-
-        def asked_again():
-            events = again.request({"action": "get_output", "run_id": run})["events"]
-            asks = events_named(events, "approval.requested")
-            return asks[1] if len(asks) > 1 else None
-        second_ask = workers_of.wait_until(asked_again) and asked_again()
-        self.assertTrue(second_ask, "the waiting question was not asked again")
-        answer = again.request({"action": "approval_respond", "approval_id": second_ask["approval_id"],
+        workers_of.wait_until(lambda: again.request({"action": "health"})["pending_questions"] == 1)
+        answer = again.request({"action": "approval_respond", "approval_id": asked["approval_id"],
                                 "choice": "once"})
-        self.assertTrue(answer.get("ok"), answer)
+        self.assertEqual(answer, {"ok": True, "approval_id": asked["approval_id"], "resolved": True,
+                                  "choice": "once"})
         done = again.wait_done(run)
         self.assertEqual(done["status"], "complete", done)
         self.assertIn("choice=once", done["seen_text"])  # the answer given after the restart reached the agent
-        resolved = {e["approval_id"]: e for e in events_named(done["seen_events"], "approval.resolved")}
-        self.assertEqual(resolved[first_ask["approval_id"]].get("reason"), "daemon restarted")
-        self.assertEqual(resolved[second_ask["approval_id"]]["choice"], "once")
+        self.assertEqual([e["approval_id"] for e in events_named(done["seen_events"], "approval.requested")],
+                         [asked["approval_id"]])  # not announced again
+        resolved = events_named(done["seen_events"], "approval.resolved")
+        self.assertEqual([(e["approval_id"], e["choice"], e.get("reason")) for e in resolved],
+                         [(asked["approval_id"], "once", None)])
         self.assertEqual(again.request({"action": "health"})["pending_questions"], 0)
+
+    def test_a_terminal_approval_pending_at_the_kill_is_answered_with_its_old_id(self):
+        self.assert_answered_after_a_restart("script:say asking;approve-cli rm -rf /tmp/x;say after")
+
+    def test_a_gateway_approval_pending_at_the_kill_is_answered_with_its_old_id(self):
+        self.assert_answered_after_a_restart("script:say asking;approve-gw curl x | sh;say after",
+                                             {"model": {"default": "fake-model", "provider": "fake"},
+                                              "approvals": {"timeout": 60}})
+
+    def test_a_question_keeps_the_deadline_it_was_asked_with(self):
+        # Asked with 6 s to live; 4 of them pass before the next daemon
+        # attaches: it is denied about 2 s after that, not 6.
+        b = Bridge(args=WORKER, env={"HERMES_BRIDGE_APPROVAL_TIMEOUT": "6"}).start()
+        self.addCleanup(b.stop)
+        run = b.chat("q", "script:approve-cli rm -rf /tmp/x;say after")["run_id"]
+        asked = b.wait_event(run, "approval.requested")
+        asked_at = time.monotonic()
+        kill_daemon(b)
+        time.sleep(4)
+        again = restarted(b)
+        self.addCleanup(again.stop)
+        done = again.wait_done(run, timeout=20)
+        settled_after = time.monotonic() - asked_at
+        self.assertIn("choice=deny", done["seen_text"])
+        resolved = events_named(done["seen_events"], "approval.resolved")
+        self.assertEqual([(e["approval_id"], e.get("reason")) for e in resolved], [(asked["approval_id"], "timeout")])
+        self.assertLess(settled_after, 9)  # a fresh 6 s from the restart would end past 10 s
 
     def test_a_worker_that_dies_while_no_daemon_is_attached_takes_todays_path(self):
         b = self.first

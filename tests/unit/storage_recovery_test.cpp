@@ -260,9 +260,10 @@ TEST_CASE("a run whose turn goes on in a surviving worker is left running, and t
   CHECK(kept["goes-on"].host_seq == 41); // the committed value, not the lost one
 
   // Taken up: its sequences continue where the committed rows end.
-  auto host_seq = w.continue_run("goes-on", 10.0);
-  REQUIRE(host_seq);
-  CHECK(*host_seq == 41);
+  auto continued = w.continue_run("goes-on", 10.0);
+  REQUIRE(continued);
+  CHECK(continued->host_seq == 41);
+  CHECK(continued->reopened.empty());
   CHECK_FALSE(w.continue_run("cut", 10.0)); // interrupted: nothing to continue
   CHECK_FALSE(w.continue_run("unknown", 10.0));
   fill_run(w, "goes-on", 30, 3);
@@ -292,4 +293,50 @@ TEST_CASE("a run whose turn goes on in a surviving worker is left running, and t
   auto cut = r.read_run("cut", 0, 0);
   REQUIRE(cut);
   CHECK(cut->status == "interrupted");
+}
+
+TEST_CASE("questions a surviving worker's agent still waits on stay open under their ids; the rest are settled",
+          "[recovery]") {
+  temp_dir dir;
+  {
+    hb::storage::log_writer w(dir.file("events.db"));
+    w.open_run("r", "s1", 1.0, "\"hi\"");
+    w.append_event("r", R"({"event": "approval.requested", "approval_id": "a1", "command": "ls", "timeout_ms": 60000})", 2.0);
+    w.append_event("r", R"({"event": "clarify.requested", "clarify_id": "c1", "question": "which?"})", 2.1);
+    w.append_event("r", R"({"event": "approval.requested", "approval_id": "a2", "command": "rm", "timeout_ms": 60000})", 2.2);
+    w.append_event("r", R"({"event": "bridge.compression.requested", "request_id": "k1", "message_count": 3})", 2.3);
+    w.append_event("r", R"({"event": "approval.requested", "approval_id": "a3", "command": "cp", "timeout_ms": 60000})", 2.4);
+    w.append_event("r", R"({"event": "approval.resolved", "approval_id": "a3", "choice": "once"})", 2.5);
+    w.commit();
+  }
+  hb::storage::log_writer w(dir.file("events.db"));
+  std::map<std::string, hb::storage::continuing_run> kept;
+  hb::storage::recover_open_runs(w.database(), 9.0, {"r"}, &kept);
+  // What the worker reports: a gateway approval (with the routing the log
+  // never showed), the clarify question, an approval the log never got, and
+  // one answered already (a3) which must not be taken for a new one.
+  std::vector<hb::storage::waiting_question> waiting{
+    {5, "gateway", R"({"command": "rm", "timeout_ms": 60000, "agent_request_id": "x", "bridge_token": "t"})"},
+    {6, "clarify", R"({"question": "which?"})"},
+    {7, "approval", R"({"command": "new", "timeout_ms": 60000})"},
+    {8, "approval", R"({"command": "cp", "timeout_ms": 60000})"},
+  };
+  auto continued = w.continue_run("r", 10.0, waiting);
+  REQUIRE(continued);
+  REQUIRE(continued->reopened.size() == 2);
+  CHECK(continued->reopened[0].ask == 5);
+  CHECK(continued->reopened[0].id == "a2");
+  CHECK(continued->reopened[1].ask == 6);
+  CHECK(continued->reopened[1].id == "c1");
+  w.commit();
+  hb::storage::log_reader r(dir.file("events.db"));
+  auto run = r.read_run("r", 0, 0);
+  REQUIRE(run);
+  std::vector<std::string> settled;
+  for (size_t i = 6; i < run->events.size(); ++i) {
+    auto ev = hb::protocol::json::parse(run->events[i]);
+    settled.push_back(ev["event"].get<std::string>() + ":" +
+                      ev.value("approval_id", ev.value("request_id", ev.value("clarify_id", ""))));
+  }
+  CHECK(settled == std::vector<std::string>{"approval.resolved:a1", "bridge.compression.failed:k1"});
 }

@@ -207,6 +207,15 @@ class WorkerCase(unittest.TestCase):
                 self.pending.append(f)
         return self.pending.pop(0)
 
+    def until_warm(self):
+        """Frames that come before `warm` stay pending for read()."""
+        while not self.warm_seen:
+            f = frames.read(self.inbox)
+            if f["t"] == "warm":
+                self.warm_seen = True
+            else:
+                self.pending.extend(f["frames"] if f["t"] == "batch" else [f])
+
     def until(self, kind):
         seen = []
         while True:
@@ -399,6 +408,7 @@ class ReattachingWorker(WorkerCase):
         self.assertEqual(self.ready["t"], "ready")
         self.send("create_session", req=1, handle=1, session_id="s1", profile="default", model="", provider="")
         self.assertTrue(self.read()["ok"])
+        self.until_warm()  # its `warm` is late on a loaded machine; an attach must not race it
         self.send("start_turn", turn=1, handle=1, run="run-1", request=json.dumps({"message": message}))
 
     def rest(self):
