@@ -58,6 +58,7 @@ class Connection:
         self.idle = False  # the writer waits for frames
         self.broken = False
         self.outlives_daemon = False  # a lost socket makes an orphan, not a dead connection
+        self.draining = False  # told by a daemon of another version: no daemon will come; frames go nowhere
         self.sending: socket.socket | None = None  # the socket the writer is writing to
         self.retired: list[socket.socket] = []  # lost sockets to close once the writer is off them
         self.unacked: dict[int, collections.deque] = {}  # turn -> (seq, body, size), oldest first
@@ -104,6 +105,8 @@ class Connection:
             turn.closed = True
             if turn.turn_id not in self.unacked:
                 self.turns.pop(turn.turn_id, None)
+            if self.draining:
+                self.cond.notify_all()  # wait_for_daemon counts the live turns
 
     def _room_for(self, turn: "Turn", size: int) -> bool:
         # The wait comes before the frame gets its seq: a turn's frames are
@@ -111,11 +114,11 @@ class Connection:
         if size > frames.MAX_FRAME_BYTES:  # the sender's error, as when it encoded its own frames
             raise frames.FrameError(f"frame of about {size} bytes is over the limit")
         while (self.queued > self.QUEUE_LIMIT or self.unacked_bytes > self.UNACKED_LIMIT) and not (
-                self.broken or turn.closed):
+                self.broken or turn.closed or self.draining):
             self.blocked += 1
             self.cond.wait(1.0)
             self.blocked -= 1
-        return not (self.broken or turn.closed)
+        return not (self.broken or turn.closed or self.draining)
 
     def _keep(self, turn: "Turn", body: dict[str, Any], size: int) -> None:
         """Queues a turn's frame unless nobody may have it yet, and keeps it
@@ -233,7 +236,7 @@ class Connection:
         exactly one gets in. Every turn it is told of is held until it says
         `resume` or `drop_turn`."""
         with self.cond:
-            if self.sock is not None or self.broken:
+            if self.sock is not None or self.broken or self.draining:
                 return False
             first = describe()
             for turn in self.turns.values():
@@ -245,14 +248,31 @@ class Connection:
             self.cond.notify_all()
             return True
 
+    def finish_unseen(self) -> int | None:
+        """No daemon will attach (one that cannot speak this version said so):
+        nothing more is kept or sent, and the worker exits once its live
+        turns end. How many are live; None if a daemon is attached."""
+        with self.cond:
+            if self.sock is not None or self.broken:
+                return None
+            self.draining = True
+            for turn_id in list(self.unacked):
+                self._let_go(turn_id, float("inf"))
+            self.cond.notify_all()  # senders waiting for room go on, sending nothing
+            return self._live_turns()
+
+    def _live_turns(self) -> int:
+        return sum(not turn.closed for turn in self.turns.values())
+
     def wait_for_daemon(self, timeout_s: float) -> BinaryIO | None:
         """The attached daemon's stream, once one attaches within `timeout_s`;
-        else None, and no daemon can attach any more (and senders give up)."""
+        else None, and no daemon can attach any more (and senders give up).
+        Drained, None as soon as no turn is live."""
         deadline = time.monotonic() + timeout_s
         with self.cond:
             while self.sock is None:
                 left = deadline - time.monotonic()
-                if left <= 0:
+                if left <= 0 or (self.draining and not self._live_turns()):
                     self.broken = True
                     self.cond.notify_all()
                     return None

@@ -315,6 +315,18 @@ class Worker:
             raise frames.FrameError(f"unknown frame kind: {kind[:40]}")
         return True
 
+    def finish_unseen(self) -> int | None:
+        """A daemon that cannot drive this worker's version: its live turns go
+        on to their end unseen, their questions answered with the fail-closed
+        defaults at once (nobody can answer them), and then it exits."""
+        live = self.conn.finish_unseen()
+        if live is not None:
+            with self.lock:
+                waiting = list(self.questions.values())
+            for waiter in waiting:
+                waiter["done"].set()
+        return live
+
     def wind_down(self, why: str) -> None:
         """The daemon is gone or asked to stop: interrupt every turn, let
         blocked questions fail closed, give the turns a moment, exit."""
@@ -387,7 +399,7 @@ def main(argv: list[str]) -> int:
         if rendezvous is not None:
             conn.outlives_daemon = orphan_timeout > 0
             rendezvous.remove_on_sigterm()
-            rendezvous.serve(conn, lambda: describe(worker))
+            rendezvous.serve(conn, lambda: describe(worker), worker.finish_unseen)
         conn.send("ready", **identity)
         if error:
             say_warm(worker)  # nothing to import: every create_session fails at once with the error
@@ -403,6 +415,8 @@ def main(argv: list[str]) -> int:
             conn.orphan()
             rendezvous.move_output()
             inbox = conn.wait_for_daemon(orphan_timeout)
+            if conn.draining:
+                why = "a hermes-bridge of another frame version drained this worker"
     except (frames.FrameError, KeyError, TypeError, ValueError, OSError) as exc:
         with contextlib.suppress(OSError):  # its stderr may be a closed pipe: nothing may keep it from exiting
             print(f"hermes-bridge worker: cannot read the daemon's frames: {exc}", file=sys.stderr)

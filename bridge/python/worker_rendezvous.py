@@ -120,8 +120,10 @@ class Rendezvous:
             os.close(fd)
 
     # -- attaching ------------------------------------------------------------
-    def serve(self, conn: Connection, describe: Callable[[], dict[str, Any]]) -> None:
-        """Takes attaches from now on, on a thread of its own."""
+    def serve(self, conn: Connection, describe: Callable[[], dict[str, Any]],
+              drain: Callable[[], int | None]) -> None:
+        """Takes attaches (and a drain) from now on, on a thread of its own."""
+        self.drain = drain
         threading.Thread(target=self._accept_loop, args=(conn, describe), name="hermes-bridge-rendezvous",
                          daemon=True).start()
 
@@ -143,8 +145,16 @@ class Rendezvous:
         deadline = time.monotonic() + HANDSHAKE_S
         adopted = False
         try:
-            reason = self._refusal(_read_attach(sock, deadline))
-            if reason is None:
+            first = _read_attach(sock, deadline)
+            reason = self._refusal(first)
+            if reason is None and first["t"] == "drain":
+                live = self.drain()
+                if live is not None:
+                    sock.settimeout(max(deadline - time.monotonic(), 0.1))
+                    sock.sendall(frames.encode("drained", {"version": frames.FRAMES_VERSION, "turns": live}))
+                    return
+                reason = "another hermes-bridge is attached to this worker"
+            elif reason is None:
                 sock.settimeout(None)
                 adopted = conn.adopt(sock, describe)
                 if adopted:
@@ -160,9 +170,12 @@ class Rendezvous:
             self.handshakes.release()
 
     def _refusal(self, frame: dict[str, Any]) -> str | None:
-        """Why this `attach` is refused, or None to attach."""
+        """Why this `attach` (or `drain`) is refused, or None to go on. A
+        drain carries no version: every version understands it."""
         secret, version = frame.get("secret"), frame.get("version")
-        if frame["t"] != "attach" or not isinstance(secret, str) or type(version) is not int:
+        if frame["t"] == "drain" and isinstance(secret, str):
+            version = frames.FRAMES_VERSION
+        if frame["t"] not in ("attach", "drain") or not isinstance(secret, str) or type(version) is not int:
             raise frames.FrameError("not an attach frame")
         if not hmac.compare_digest(secret.encode("utf-8", "replace"), self.secret.encode("ascii")):
             return "wrong secret"

@@ -82,6 +82,8 @@ template <class F> void fields(F& f, attached& x) {
   f("warm", x.warm), f("req", x.req), f("sessions", x.sessions), f("turns", x.turns), f("asks", x.asks);
 }
 template <class F> void fields(F& f, attach_refused& x) { f("reason", x.reason); }
+template <class F> void fields(F& f, drain& x) { f("secret", x.secret); }
+template <class F> void fields(F& f, drained& x) { f("version", x.version), f("turns", x.turns); }
 template <class F> void fields(F& f, batch& x) { f("frames", x.frames); }
 
 template <class T> constexpr const char* kind_name();
@@ -115,6 +117,8 @@ HB_FRAME_NAME(resume)
 HB_FRAME_NAME(drop_turn)
 HB_FRAME_NAME(attached)
 HB_FRAME_NAME(attach_refused)
+HB_FRAME_NAME(drain)
+HB_FRAME_NAME(drained)
 #undef HB_FRAME_NAME
 
 template <class Variant> json body_of(const Variant& frame);

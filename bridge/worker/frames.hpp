@@ -90,6 +90,11 @@ struct resume {          // send the turn's kept frames after `after`, then go o
 struct drop_turn {       // nobody follows this turn: interrupt it, keep and send nothing of it
   uint64_t turn = 0;
 };
+// Every version understands this one (FRAMES.md, "Versions"): instead of
+// `attach`, from a daemon that cannot drive the worker's version.
+struct drain {           // finish your live turns on your own, then exit; answered by `drained`
+  std::string secret;
+};
 
 // ---- worker -> daemon --------------------------------------------------------
 
@@ -165,6 +170,10 @@ struct attached {        // the answer to a good `attach`
 struct attach_refused {
   std::string reason;
 };
+struct drained {         // the answer to `drain`: it exits once its `turns` live turns end
+  int64_t version = 0;
+  uint64_t turns = 0;
+};
 // The turn frames that piled up while the worker's writer was busy, in the
 // order (and with the seq) they would have gone one by one.
 using turn_frame = std::variant<text, event, ask, notify, turn_end>;
@@ -174,9 +183,9 @@ struct batch {
 
 using to_worker = std::variant<create_session, prepare_turn, start_turn, interrupt_turn, steer_turn,
                                release_session, resolve_gateway, session_call, profile_call, answer,
-                               committed, shutdown, heartbeat, attach, resume, drop_turn>;
+                               committed, shutdown, heartbeat, attach, resume, drop_turn, drain>;
 using from_worker = std::variant<ready, reply, text, event, ask, notify, turn_end, heartbeat_reply, warm, batch,
-                                 attached, attach_refused>;
+                                 attached, attach_refused, drained>;
 
 // A frame that cannot be read: the stream is corrupt and the worker is cut off.
 struct frame_error : std::runtime_error {

@@ -119,28 +119,23 @@ int connect_checked(const worker_record& r, std::chrono::milliseconds deadline) 
   return s.release();
 }
 
-attached handshake(int fd, const worker_record& r) {
-  std::string hello = encode(to_worker{attach{r.secret, frames_version}});
+// One frame sent on a fresh connection and the worker's one answer.
+from_worker exchange(int fd, const to_worker& first) {
+  std::string hello = encode(first);
   size_t sent = 0;
   while (sent < hello.size()) {
     ssize_t n = ::send(fd, hello.data() + sent, hello.size() - sent, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR)
       continue;
     if (n <= 0)
-      fail(std::string("cannot send attach: ") + std::strerror(errno));
+      fail(std::string("cannot send its first frame: ") + std::strerror(errno));
     sent += static_cast<size_t>(n);
   }
   frame_reader frames;
   char buffer[65536];
   for (;;) {
-    if (auto body = frames.next()) {
-      auto answer = decode_from_worker(*body);
-      if (auto* ok = std::get_if<attached>(&answer))
-        return std::move(*ok);
-      if (auto* no = std::get_if<attach_refused>(&answer))
-        throw refused("it refused: " + no->reason);
-      fail("it answered attach with another frame");
-    }
+    if (auto body = frames.next())
+      return decode_from_worker(*body);
     ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
     if (n < 0 && errno == EINTR)
       continue;
@@ -150,6 +145,27 @@ attached handshake(int fd, const worker_record& r) {
       fail("it closed the connection");
     frames.feed(buffer, static_cast<size_t>(n));
   }
+}
+
+attached handshake(int fd, const worker_record& r) {
+  auto answer = exchange(fd, attach{r.secret, frames_version});
+  if (auto* ok = std::get_if<attached>(&answer))
+    return std::move(*ok);
+  if (auto* no = std::get_if<attach_refused>(&answer))
+    throw refused("it refused: " + no->reason);
+  fail("it answered attach with another frame");
+}
+
+// A worker of a version this daemon cannot drive: its turns cannot be
+// followed, but they need not be cut either; it finishes them on its own.
+drained drain_checked(const worker_record& r, std::chrono::milliseconds deadline) {
+  owned_fd fd{connect_checked(r, deadline)};
+  auto answer = exchange(fd.fd, drain{r.secret});
+  if (auto* ok = std::get_if<drained>(&answer))
+    return *ok;
+  if (auto* no = std::get_if<attach_refused>(&answer))
+    fail("it refused: " + no->reason);
+  fail("it answered drain with another frame");
 }
 
 void tell(bool warning, const char* name, const std::string& message, const worker_record& r, const std::string& path) {
@@ -239,10 +255,19 @@ std::vector<found_worker> attach_to_live_workers(const std::string& dir, const s
     if (!daemon.empty() && r.daemon != daemon)
       continue; // another daemon's (another event log): its to take over
     if (!compatible_version(r.version)) {
-      tell(true, "worker.incompatible",
-           "a live worker speaks frame version " + std::to_string(r.version) + ", this daemon " +
-             std::to_string(frames_version) + ": left to its orphan timeout",
-           r, path);
+      std::string versions = "frame version " + std::to_string(r.version) + ", this daemon's " +
+                             std::to_string(frames_version);
+      try {
+        auto done = drain_checked(r, deadline);
+        tell(true, "worker.drained",
+             "a live worker speaks " + versions + ": it finishes its " + std::to_string(done.turns) +
+               " live turn(s) on its own and exits; their runs end here",
+             r, path);
+      } catch (const std::exception& e) {
+        tell(true, "worker.incompatible", "a live worker speaks " + versions +
+                                            " and could not be told to drain (" + e.what() +
+                                            "): left to its orphan timeout", r, path);
+      }
       continue;
     }
     for (int attempt = 0;; ++attempt) {

@@ -81,6 +81,14 @@ def orphan_a_streaming_worker(b: Bridge) -> tuple[str, int]:
     return run, pid
 
 
+def process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return not Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].startswith(" Z")
+
+
 def worker_pids(b: Bridge) -> set[int]:
     return {w["pid"] for w in workers_of.workers(b) if w["alive"]}
 
@@ -251,6 +259,32 @@ class SurviveRestart(unittest.TestCase):
         self.assertEqual(out.returncode, 0, out.stderr)
         self.assertIn("stopped the daemon at", out.stdout)
         self.assertEqual(again.proc.wait(10), 0)
+
+    def test_a_worker_of_another_frame_version_finishes_its_turn_unseen_and_new_work_goes_elsewhere(self):
+        b = self.first
+        run = b.chat("v", "script:stream 60 50;say done")["run_id"]  # 3 s
+        b.wait_event(run, "stream.delta")
+        pid = workers_of.live_pid(b, "default")
+        kill_daemon(b)
+        # What a worker of another version would have written: the next
+        # daemon cannot drive it, and says so in the one frame every
+        # version understands.
+        record_path = b.dir / "run" / "hermes-bridge" / "workers" / f"worker-{pid}.json"
+        record = json.loads(record_path.read_text())
+        record_path.write_text(json.dumps({**record, "version": 3}))
+        again = restarted(b)
+        self.addCleanup(again.stop)
+        self.assertIn("worker.drained", again.stderr())
+        self.assertNotIn(pid, worker_pids(again))
+        result = again.request({"action": "get_result", "run_id": run})
+        self.assertEqual(result["status"], "interrupted", result)  # this daemon cannot follow it
+        # The worker is not cut: its turn runs to its end, then it exits.
+        self.assertTrue(workers_of.wait_until(lambda: not process_alive(pid), timeout=20))
+        ends = [e for e in again.agent_log_entries() if e.get("op") == "run_end"]
+        self.assertEqual([e["interrupted"] for e in ends], [False])
+        # The session goes on in a new worker.
+        self.assertEqual(again.chat("v", "after", wait=True)["output"], "echo: after")
+        self.assertNotIn(pid, worker_pids(again))
 
     def test_a_record_or_socket_another_user_planted_is_refused(self):
         if os.geteuid() != 0:

@@ -350,7 +350,8 @@ class ReattachingWorker(WorkerCase):
 
     EXTRA_ENV = {name: {"FAKE_AGENT_LOG": "{tmp}/events.jsonl"} for name in (
         "test_a_daemon_that_attaches_gets_exactly_the_frames_its_log_lacks",
-        "test_a_dropped_turn_is_interrupted_and_nothing_more_of_it_arrives")}
+        "test_a_dropped_turn_is_interrupted_and_nothing_more_of_it_arrives",
+        "test_a_drained_worker_finishes_its_turn_unseen_then_exits")}
     ORPHAN_TIMEOUT = {"test_an_orphan_nobody_attaches_to_exits_after_its_timeout": "0.5"}
 
     def worker_args(self):
@@ -533,6 +534,33 @@ class ReattachingWorker(WorkerCase):
         self.send("shutdown")
         self.assertEqual([f for f in self.rest() if f["t"] != "heartbeat_reply"], [])  # not even its turn_end
         self.assertEqual(self.proc.wait(10), 0)
+
+    def drain(self, secret=None):
+        """What a daemon of another frame version sends instead of `attach`."""
+        sock, inbox = self.connect()
+        sock.sendall(frames.encode("drain", {"secret": self.record()["secret"] if secret is None else secret}))
+        return frames.read(inbox)
+
+    def test_a_drained_worker_finishes_its_turn_unseen_then_exits(self):
+        self.start("script:stream 40 50;approve-cli rm -rf /tmp/x;say after")
+        self.until("text")
+        self.go_away()
+        self.assertEqual(self.drain("0" * 64)["t"], "attach_refused")  # not without its secret
+        self.assertEqual(self.drain(), {"t": "drained", "version": 2, "turns": 1})
+        _, _, refused = self.attach()  # no daemon takes it over any more
+        self.assertEqual(refused["t"], "attach_refused")
+        # Once its turn is done; its question, which nobody can answer, did
+        # not wait its 120 s.
+        self.assertEqual(self.proc.wait(20), 0)
+        ends = [e for e in self.events() if e["op"] == "run_end"]
+        self.assertEqual([e["interrupted"] for e in ends], [False])  # not cut: it ran to its end
+        self.assertEqual(os.listdir(self.dir), [self.path(".log").name])
+
+    def test_a_worker_with_a_daemon_is_not_drained(self):
+        self.read()
+        self.assertEqual(self.drain()["t"], "attach_refused")
+        self.send("heartbeat", beat=2)
+        self.assertEqual(self.until("heartbeat_reply")[0]["beat"], 2)
 
     def test_an_orphan_nobody_attaches_to_exits_after_its_timeout(self):
         self.start("script:stream 1000 20")
