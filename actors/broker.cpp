@@ -17,14 +17,38 @@ using protocol::json;
 
 namespace {
 
-void stop_serving(broker_actor* self) {
+// `keep_socket`: a successor accepts on it now (handing over).
+void stop_serving(broker_actor* self, bool keep_socket = false) {
   auto& st = self->state;
   if (st.stopping)
     return;
   st.stopping = true;
   self->close(st.acceptor);
-  if (!st.settings->socket_path.empty())
+  if (!keep_socket && !st.settings->socket_path.empty())
     ::unlink(st.settings->socket_path.c_str());
+}
+
+caf::result<bool> hand_over(broker_actor* self) {
+  auto& st = self->state;
+  share_listening_socket();
+  stop_serving(self, true);
+  st.hub->end_all("hermes-bridge handed over to a new daemon: connect again and go on from the cursors given");
+  st.handover = self->make_response_promise();
+  st.handover_deadline = std::chrono::steady_clock::now() + st.settings->drain_timeout;
+  self->send(self, handover_due{});
+  return *st.handover;
+}
+
+void look_at_handover(broker_actor* self) {
+  auto& st = self->state;
+  auto now = std::chrono::steady_clock::now();
+  if (close_quiet_connections(self, now) || now >= st.handover_deadline) {
+    log_event(log_level::info, "daemon.handover_drained", "",
+              {{"connections_left", std::to_string(st.connections.size())}});
+    st.handover->deliver(true);
+    return;
+  }
+  self->delayed_send(self, std::chrono::milliseconds(20), handover_due{});
 }
 
 void collect_idle_sessions(broker_actor* self) {
@@ -90,6 +114,8 @@ caf::behavior broker_behavior(broker_actor* self, listener listen,
     [=](questions_withdrawn& gone) { self->send(self->state.links.questions, std::move(gone)); },
     [=](run_questions_end& end) { return self->delegate(self->state.links.questions, std::move(end)); },
     [=](idle_sweep_due) { collect_idle_sessions(self); },
+    [=](broker_hand_over) { return hand_over(self); },
+    [=](handover_due) { look_at_handover(self); },
     [=](broker_stop) {
       stop_serving(self);
       auto rp = self->make_response_promise();

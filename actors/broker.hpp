@@ -32,6 +32,27 @@ typename Inspector::result_type inspect(Inspector& f, broker_stop&) {
   return f(caf::meta::type_name("broker_stop"));
 }
 
+// main -> broker: a successor accepts from now on (app/handover.hpp): stop
+// accepting (the socket stays, it is the successor's), end long-polls and
+// subscriptions, answer what connections asked, close the rest; answered
+// true when no connection is left (or at --drain-timeout).
+struct broker_hand_over {
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, broker_hand_over&) {
+  return f(caf::meta::type_name("broker_hand_over"));
+}
+
+// Broker -> itself: look again at the connections left while handing over.
+struct handover_due {
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, handover_due&) {
+  return f(caf::meta::type_name("handover_due"));
+}
+
 // Broker -> itself: collect idle sessions (every --gc-interval-s).
 struct idle_sweep_due {
 };
@@ -62,6 +83,8 @@ typename Inspector::result_type inspect(Inspector& f, poll_due& x) {
 
 inline void add_broker_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<broker_stop>("hb::broker_stop")
+    .add_message_type<broker_hand_over>("hb::broker_hand_over")
+    .add_message_type<handover_due>("hb::handover_due")
     .add_message_type<idle_sweep_due>("hb::idle_sweep_due")
     .add_message_type<connection_sweep_due>("hb::connection_sweep_due")
     .add_message_type<poll_due>("hb::poll_due");

@@ -203,11 +203,11 @@ void respond_failure(broker_actor* self, const reply_to& to, const caf::error& e
   respond(self, to, actors::error_line(err));
 }
 
-void cut_off(broker_actor* self, const watcher& w, const std::string& why) {
+void cut_off(broker_actor* self, const watcher& w, const std::string& why, const char* error_type) {
   std::string last = protocol::object_writer{}
                        .boolean("ok", false)
                        .str("error", "subscription ended: " + why + "; subscribe again with these cursors")
-                       .str("error_type", "SlowReader")
+                       .str("error_type", error_type)
                        .str("run_id", w.run_id)
                        .integer("cursor", w.cursor)
                        .integer("event_cursor", w.event_cursor)
@@ -234,7 +234,7 @@ bool push_line(broker_actor* self, const reply_to& to, const std::string& line, 
     // (Lines are only sent on a drained connection, except a run's last one,
     // so a reader that keeps reading, however slowly, is never cut off.)
     cut_off(self, w, "the client stopped reading (" + std::to_string(behind) +
-                       " bytes unsent, --subscriber-buffer-bytes " + std::to_string(limit) + ")");
+                       " bytes unsent, --subscriber-buffer-bytes " + std::to_string(limit) + ")", "SlowReader");
     return false;
   }
   if (conn.next_answer > to.seq) {

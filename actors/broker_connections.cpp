@@ -14,6 +14,7 @@
 
 #include <sys/socket.h>
 
+#include <atomic>
 #include <utility>
 
 namespace hb::actors {
@@ -81,6 +82,9 @@ private:
   bool eof_ = false;
 };
 
+// Set once a successor holds the listening socket too (handing over).
+std::atomic<bool> socket_shared{false};
+
 class half_close_doorman final : public caf::io::network::doorman_impl {
 public:
   half_close_doorman(caf::io::network::default_multiplexer& mx, caf::io::network::native_socket fd, bool tcp)
@@ -97,6 +101,17 @@ public:
     handle h = scribe->hdl();
     parent()->add_scribe(std::move(scribe));
     return doorman::new_connection(&mx, h);
+  }
+
+  // CAF shuts a closed acceptor's socket down, which would stop the
+  // successor's accepting too: a shared one is only taken out of the loop.
+  // It stays attached: the loop applies that change after the events it has
+  // in hand, and an accept among them is served here like any other
+  // (detached, its connection would be dropped unread, reset at exit).
+  void graceful_shutdown() override {
+    if (!socket_shared)
+      return doorman_impl::graceful_shutdown();
+    acceptor_.passivate();
   }
 
 private:
@@ -342,6 +357,23 @@ void sweep_connections(broker_actor* self) {
     close_now(self, handle::from_int(id));
   cut_stalled_writers(self, now);
   st.hub->cut_stalled(); // subscribers: --subscriber-stall-ms
+}
+
+void share_listening_socket() { socket_shared = true; }
+
+bool close_quiet_connections(broker_actor* self, steady_time now) {
+  // Long enough for a client that connected just before the hand-over to
+  // have sent its request; short against the drain deadline.
+  constexpr std::chrono::milliseconds quiet{250};
+  auto& st = self->state;
+  std::vector<int64_t> quiet_ones;
+  for (auto& [id, conn] : st.connections)
+    if (!conn.closing && !conn.streaming && conn.next_answer == conn.next_request && conn.reader.buffered() == 0 &&
+        now - conn.last_activity >= quiet)
+      quiet_ones.push_back(id);
+  for (int64_t id : quiet_ones)
+    close_now(self, handle::from_int(id));
+  return st.connections.empty();
 }
 
 } // namespace hb::actors

@@ -39,8 +39,8 @@ public:
     return push_line(self_, w.to, line, w);
   }
 
-  void cut_off(const watcher& w, const std::string& why) override {
-    actors::cut_off(self_, w, why);
+  void cut_off(const watcher& w, const std::string& why, const char* error_type) override {
+    actors::cut_off(self_, w, why, error_type);
   }
 
   void end_stream(handle h) override {

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -81,6 +82,9 @@ struct broker_state {
   std::unique_ptr<output_hub> hub;
   caf::io::accept_handle acceptor;
   bool stopping = false;
+  // Handing over (broker_hand_over): answered once no connection is left.
+  std::optional<caf::response_promise> handover;
+  steady_time handover_deadline{};
   bool sweep_armed = false; // a read_due is on its way (see arm_sweep)
   // Each session's profile and whether a turn runs (session_activity).
   std::map<std::string, std::pair<std::string, bool>> activity;
@@ -117,7 +121,7 @@ void respond_failure(broker_actor* self, const reply_to& to, const caf::error& e
 bool push_line(broker_actor* self, const reply_to& to, const std::string& line,
                const watcher& w);
 // Ends a subscription with a last line saying why and where to resume.
-void cut_off(broker_actor* self, const watcher& w, const std::string& why);
+void cut_off(broker_actor* self, const watcher& w, const std::string& why, const char* error_type);
 void begin_stream(broker_actor* self, handle h);
 void end_stream(broker_actor* self, handle h);
 void append_line(std::vector<char>& buf, const std::string& text);
@@ -129,6 +133,13 @@ void close_now(broker_actor* self, handle h);
 void close_if_done(broker_actor* self, handle h);
 // Cuts connections whose clients took nothing of their answers for --write-timeout-ms.
 void cut_stalled_writers(broker_actor* self, steady_time now);
+// A successor accepts on the listening socket too: closing the acceptor
+// leaves the socket whole.
+void share_listening_socket();
+// Handing over: closes the connections that wait for nothing and have asked
+// nothing for a moment (a client that connected just before the hand-over
+// has sent its request by then); true once none is left.
+bool close_quiet_connections(broker_actor* self, steady_time now);
 
 // Asks `dest` and answers the client with its typed reply, encoded once
 // (responses.hpp: encode), or with its error.

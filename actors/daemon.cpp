@@ -32,8 +32,11 @@ namespace {
 
 int stop_pipe[2] = {-1, -1};
 
+constexpr char stop_byte = 1;
+constexpr char handover_byte = 2;
+
 void request_stop() {
-  char byte = 1;
+  char byte = stop_byte;
   // Async-signal-safe; a full pipe already means "stop".
   [[maybe_unused]] auto n = ::write(stop_pipe[1], &byte, 1);
 }
@@ -105,13 +108,46 @@ caf::behavior watchdog(caf::event_based_actor* self, caf::actor broker, caf::act
   return {[](broker_stop) {}}; // it only watches
 }
 
-void wait_for_stop() {
-  char byte;
+// What ends serving: a stop, or a successor that took the listening socket.
+char wait_for_stop() {
+  char byte = stop_byte;
   while (::read(stop_pipe[0], &byte, 1) < 0 && errno == EINTR) {
   }
+  return byte;
+}
+
+// The successor accepts from now on (app/handover.hpp). What was asked here
+// is answered and what was written is committed; the workers are left
+// running, each becomes an orphan at this exit and the successor attaches to
+// it, so no turn is cut. Open questions stay open in the log: the successor
+// opens them again under their ids.
+[[noreturn]] void leave_to_successor(caf::actor_system& sys, const caf::actor& broker, const caf::actor& writer,
+                                     const daemon_settings& settings) {
+  log_event(log_level::info, "daemon.handing_over",
+            "a successor took the listening socket: answering what was asked here, then leaving it the log "
+            "and the workers");
+  int exit_code = 0;
+  {
+    caf::scoped_actor self{sys};
+    self->request(broker, settings.drain_timeout + std::chrono::seconds(2), broker_hand_over{})
+      .receive([](bool) {}, [](caf::error&) {});
+    self->request(writer, std::chrono::seconds(10), final_flush{true})
+      .receive([](bool) {}, [&](caf::error& err) {
+        exit_code = 1;
+        log_event(log_level::error, "log.final_flush_failed", caf::to_string(err));
+      });
+  }
+  log_event(log_level::info, "daemon.handed_over", "");
+  std::fflush(nullptr);
+  ::_exit(exit_code);
 }
 
 } // namespace
+
+void request_handover() {
+  char byte = handover_byte;
+  [[maybe_unused]] auto n = ::write(stop_pipe[1], &byte, 1);
+}
 
 int serve(const daemon_settings& settings, int listen_fd, std::shared_ptr<storage::log_writer> log,
           const std::vector<storage::session_row>& dormant, const std::function<void()>& announce_ready) {
@@ -159,7 +195,8 @@ int serve(const daemon_settings& settings, int listen_fd, std::shared_ptr<storag
   auto watching = sys.spawn(watchdog, broker, writer, death); // held: an actor nobody refers to is gone
   announce_ready();
 
-  wait_for_stop();
+  if (wait_for_stop() == handover_byte)
+    leave_to_successor(sys, broker, writer, settings);
   int exit_code = 0;
   {
     std::lock_guard<std::mutex> lock(death->mu);

@@ -220,7 +220,24 @@ void output_hub::cut_stalled() {
     auto it = watchers_.find(key);
     if (it != watchers_.end())
       out_.cut_off(it->second, "the client has not read for " + std::to_string(limits_.subscriber_stall.count()) +
-                                 " ms (--subscriber-stall-ms)");
+                                 " ms (--subscriber-stall-ms)", "SlowReader");
+  }
+}
+
+void output_hub::end_all(const std::string& why) {
+  std::vector<uint64_t> keys;
+  for (const auto& [key, w] : watchers_)
+    keys.push_back(key);
+  for (uint64_t key : keys) {
+    auto it = watchers_.find(key);
+    if (it == watchers_.end())
+      continue;
+    if (it->second.what == watcher::kind::long_poll) {
+      it->second.deadline = out_.now(); // a read on its way answers when it comes back
+      on_deadline(key);
+    } else {
+      out_.cut_off(it->second, why, "HandedOver");
+    }
   }
 }
 

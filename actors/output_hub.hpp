@@ -54,7 +54,8 @@ public:
     // a client too far behind (its watchers are dropped by then).
     virtual bool push(const watcher& w, const std::string& line) = 0;
     // Ends w's subscription with a line saying why and where to resume.
-    virtual void cut_off(const watcher& w, const std::string& why) = 0;
+    // `error_type`: SlowReader, or HandedOver (end_all).
+    virtual void cut_off(const watcher& w, const std::string& why, const char* error_type) = 0;
     // A run stream is over: the connection closes once its lines have left.
     virtual void end_stream(handle h) = 0;
     // Bytes written to the client of h that it has not taken yet.
@@ -102,6 +103,9 @@ public:
   void drop_watchers_of(handle h);
   // Ends the subscriptions whose clients have held news back too long.
   void cut_stalled();
+  // The daemon hands over to a successor: long-polls are answered now with
+  // what they have, subscriptions end with `why` and where to resume.
+  void end_all(const std::string& why);
 
   size_t size() const { return watchers_.size(); }
 

@@ -6,6 +6,7 @@
 #include "app/access.hpp"
 #include "app/build_info.hpp"
 #include "app/embedded_hosting.hpp"
+#include "app/handover.hpp"
 #include "app/open_files.hpp"
 #include "app/tool_support.hpp"
 #include "app/worker_hosting.hpp"
@@ -21,6 +22,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <memory>
+#include <optional>
 #include <string>
 
 namespace hb::app {
@@ -36,6 +39,10 @@ void report_background_check(const std::string& path, const std::string& verdict
   else
     log_event(log_level::error, "log.damaged", storage::damage_advice(path, verdict), {{"path", path}});
 }
+
+// How long a daemon handing over may take to answer what it was asked,
+// flush its log and exit (its own drain is bounded by --drain-timeout).
+constexpr std::chrono::seconds handover_deadline{60};
 
 int refuse_to_start(std::string_view message) {
   log_event(log_level::error, "daemon.start_failed", message);
@@ -54,6 +61,27 @@ int run_serve(const serve_flags& flags, int ready_fd) {
   }
   std::string home = absolute_path(flags.hermes_home);
   std::string db_path = flags.db.empty() ? home + "/hermes-bridge/events.db" : absolute_path(flags.db);
+
+  // A daemon serving this log now hands its socket over and exits first:
+  // until then the log and the workers are its own.
+  std::optional<int> taken_fd;
+  std::string handover_path;
+  try {
+    std::string runtime_dir = default_worker_dir();
+    protocol::make_trusted_dir(runtime_dir, "agent worker directory");
+    handover_path = handover_socket_path(runtime_dir, db_path);
+    if (flags.take_over) {
+      taken_fd = take_over(handover_path, handover_deadline);
+      if (taken_fd)
+        log_event(log_level::info, "daemon.took_over", "the daemon serving this log handed over its socket and exited",
+                  {{"path", db_path}});
+      else
+        log_event(log_level::info, "daemon.take_over_nobody", "no daemon serves this log: starting as usual",
+                  {{"path", db_path}});
+    }
+  } catch (const std::exception& e) {
+    return refuse_to_start(std::string("cannot take over: ") + e.what());
+  }
 
   // Workers an earlier daemon left running, found before the log is
   // recovered: the runs they still run go on instead of being interrupted.
@@ -113,15 +141,16 @@ int run_serve(const serve_flags& flags, int ready_fd) {
       log_event(log_level::warn, "native.tmux_unusable", *problem, {{"tmux", tmux}});
   }
 
-  int listen_fd = -1;
+  int listen_fd = taken_fd.value_or(-1);
   bool activated = false;
   try {
-    listen_fd = inherited_listener();
-    activated = listen_fd >= 0;
+    if (listen_fd < 0)
+      listen_fd = inherited_listener();
+    activated = listen_fd >= 0 && !taken_fd;
     if (!flags.token_file.empty())
       settings.token = read_token_file(flags.token_file);
     protocol::require_trusted_tree(settings.native->runtime_dir, "native session directory");
-    if (!activated)
+    if (listen_fd < 0)
       listen_fd = protocol::listen_on(endpoint);
     check_listener_reach(listen_fd, activated, !settings.token.empty());
   } catch (const std::exception& e) {
@@ -144,7 +173,9 @@ int run_serve(const serve_flags& flags, int ready_fd) {
   }
   settings.max_pending_bytes = flags.max_pending_bytes;
   settings.max_sessions = flags.max_sessions;
-  if (endpoint.type == protocol::endpoint::kind::ipc && !activated)
+  if (taken_fd)
+    settings.socket_path = unix_path_of(listen_fd); // ours now, whatever --endpoint says
+  else if (endpoint.type == protocol::endpoint::kind::ipc && !activated)
     settings.socket_path = endpoint.path; // unlinked on stop (systemd owns an inherited one)
   settings.idle_timeout = std::chrono::seconds(flags.idle_timeout_s);
   settings.gc_interval = std::chrono::seconds(flags.gc_interval_s);
@@ -154,7 +185,14 @@ int run_serve(const serve_flags& flags, int ready_fd) {
   settings.retain_mb = flags.retain_mb;
   settings.prune_interval = std::chrono::milliseconds(static_cast<int64_t>(flags.prune_interval_s * 1000));
 
+  std::unique_ptr<handover_offer> offer;
   return actors::serve(settings, listen_fd, log.writer, log.sessions, [&] {
+    // Offered once serving: a successor's request then finds the daemon whole.
+    try {
+      offer = std::make_unique<handover_offer>(handover_path, listen_fd, actors::request_handover);
+    } catch (const std::exception& e) {
+      log_event(log_level::warn, "daemon.no_handover", std::string("no upgrade without downtime: ") + e.what());
+    }
     std::string line = protocol::object_writer{}
                          .str("event", "ready")
                          .str("endpoint", flags.endpoint).raw("agent", bridge::agent_summary_json())

@@ -108,6 +108,10 @@ CLI::App* add_serve_command(CLI::App& app, serve_flags& flags) {
     ->envname("HERMES_BRIDGE_PRUNE_INTERVAL")
     ->check(CLI::PositiveNumber)
     ->capture_default_str();
+  serve.add_flag("--take-over", flags.take_over,
+                 "upgrade without downtime: take the listening socket of the daemon serving this event log, "
+                 "which answers what it was asked and exits, then serve on it with its workers and live runs "
+                 "(no daemon running: start as usual)");
   serve.add_flag("--skip-integrity-check", flags.skip_integrity_check,
                  "start even when the event log fails SQLite's quick_check");
   serve.add_option("--integrity-check-max-mb", flags.integrity_check_max_mb,

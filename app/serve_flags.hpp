@@ -33,6 +33,7 @@ struct serve_flags {
   int64_t idle_timeout_s = 30 * 60;
   int64_t gc_interval_s = 60;
   bool skip_integrity_check = false;
+  bool take_over = false;
   uint64_t integrity_check_max_mb = 256;
   uint64_t finished_cache_mb = 32;
   double retain_days = 30;

@@ -101,7 +101,7 @@ class Bridge:
             runtime.mkdir(mode=0o700, exist_ok=True)
             env["XDG_RUNTIME_DIR"] = str(runtime)
         env.update(self.env)
-        self.stderr_path = self.dir / "stderr.log"
+        self.stderr_path = self.dir / f"stderr-{id(self)}.log"  # a successor in the same dir has its own
         with open(self.stderr_path, "wb") as stderr:
             self.proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                          stderr=stderr, env=env, cwd=self.dir)

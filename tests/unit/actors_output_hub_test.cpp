@@ -125,3 +125,22 @@ TEST_CASE_METHOD(hub_fixture, "output hub: a failed read is answered with its er
   CHECK(port.lines_of(2) == std::vector<std::string>{port.responses[0].second}); // and ends the stream
   CHECK(port.ended == std::vector<int64_t>{2});
 }
+
+TEST_CASE_METHOD(hub_fixture, "output hub: at a hand-over long-polls are answered now and subscriptions end",
+                 "[output_hub]") {
+  poll(1, "r1", 0, 0, 60'000);
+  answer(0, no_news("waiting", 0, 0));
+  poll(2, "r1", 0, 0, 60'000); // its read still on its way
+  follow_run(3, "r1");
+  answer(2, no_news("", 0, 0));
+  hub.end_all("handed over");
+  REQUIRE(port.reads.size() == 4); // a read for the first poll; the second's own read answers it
+  answer(3, no_news("now", 0, 0));
+  answer(1, no_news("its read", 0, 0));
+  REQUIRE(port.responses.size() == 2);
+  CHECK(port.responses[0].second == "now");
+  CHECK(port.responses[1].second == "its read");
+  REQUIRE(port.cuts.size() == 1);
+  CHECK(port.cuts[0] == std::pair<int64_t, std::string>{3, "handed over"});
+  CHECK(hub.size() == 0);
+}

@@ -45,7 +45,7 @@ struct fake_port final : output_hub::port {
   bool push(const watcher& w, const std::string& line) override {
     int64_t conn = w.to.h.id();
     if (too_far_behind.count(conn)) {
-      cut_off(w, "the client stopped reading");
+      cut_off(w, "the client stopped reading", "SlowReader");
       return false;
     }
     pushed.push_back({conn, line});
@@ -54,7 +54,7 @@ struct fake_port final : output_hub::port {
     return true;
   }
   // Like the broker: ending a stream closes its connection, which drops its watchers.
-  void cut_off(const watcher& w, const std::string& why) override {
+  void cut_off(const watcher& w, const std::string& why, const char*) override {
     cuts.emplace_back(w.to.h.id(), why);
     hub->drop_watchers_of(w.to.h);
   }
