@@ -35,7 +35,7 @@ typename Inspector::result_type inspect(Inspector& f, broker_stop&) {
 // main -> broker: a successor accepts from now on (app/handover.hpp): stop
 // accepting (the socket stays, it is the successor's), end long-polls and
 // subscriptions, answer what connections asked, close the rest; answered
-// true when no connection is left (or at --drain-timeout).
+// true when no connection is left (or 5 s later: drain_timeout).
 struct broker_hand_over {
 };
 

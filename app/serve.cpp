@@ -41,7 +41,7 @@ void report_background_check(const std::string& path, const std::string& verdict
 }
 
 // How long a daemon handing over may take to answer what it was asked,
-// flush its log and exit (its own drain is bounded by --drain-timeout).
+// flush its log and exit (its own drain of connections stops after 5 s).
 constexpr std::chrono::seconds handover_deadline{60};
 
 int refuse_to_start(std::string_view message) {
