@@ -12,16 +12,19 @@
 #include "app/worker_hosting.hpp"
 #include "bridge/agent_env.hpp"
 #include "bridge/agent_hosting.hpp"
+#include "bridge/tmux/native_session.hpp"
 #include "bridge/tmux/tmux_server.hpp"
 #include "protocol/endpoint.hpp"
 #include "protocol/json_text.hpp"
 #include "protocol/trust.hpp"
 #include "storage/log_startup.hpp"
+#include "storage/recovery.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -43,6 +46,42 @@ void report_background_check(const std::string& path, const std::string& verdict
 // How long a daemon handing over may take to answer what it was asked,
 // flush its log and exit (its own drain of connections stops after 5 s).
 constexpr std::chrono::seconds handover_deadline{60};
+
+// Re-attaches to each TUI whose turn the log shows live and offers it to its
+// session, which mirrors the rest of the turn.
+void adopt_native_turns(const std::vector<bridge::native_live_turn>& turns, const bridge::native_options& options,
+                        const storage::opened_log& log) {
+  std::map<std::string, bridge::adopted_agent> agents;
+  for (const auto& t : turns) {
+    auto run = log.continuing.find(t.run_id);
+    if (run == log.continuing.end() || run->second.session_id != t.session_id)
+      continue; // the log does not show it live (or shows it elsewhere)
+    std::string history = "[]";
+    for (const auto& row : log.sessions)
+      if (row.session_id == t.session_id && row.history_known)
+        history = row.history;
+    try {
+      if (auto agent = bridge::native_session::adopt(t, options, history))
+        agents[t.session_id] = bridge::adopted_agent{std::move(agent), t.run_id};
+    } catch (const std::exception& e) {
+      log_event(log_level::warn, "native.adopt_failed", e.what(), {{"session", t.session_id}, {"run", t.run_id}});
+    }
+  }
+  bridge::offer_adopted_agents(std::move(agents));
+}
+
+// The runs the last daemon left live: those an adopted worker or TUI still
+// runs go on; the rest are recovered now, interrupted like any other.
+void continue_or_interrupt(storage::opened_log& log) {
+  if (log.continuing.empty())
+    return;
+  auto followed = bridge::adopted_live_runs();
+  auto late = storage::recover_open_runs(log.writer->database(), actors::now_seconds(), followed);
+  log.recovered.runs_interrupted += late.runs_interrupted;
+  log_event(log_level::info, "log.runs_continued", "runs live in workers or TUIs that outlived the last daemon go on",
+            {{"runs_continued", std::to_string(followed.size())},
+             {"runs_interrupted", std::to_string(late.runs_interrupted)}});
+}
 
 int refuse_to_start(std::string_view message) {
   log_event(log_level::error, "daemon.start_failed", message);
@@ -93,12 +132,22 @@ int run_serve(const serve_flags& flags, int ready_fd) {
       return refuse_to_start(e.what());
     }
   }
+  // Native turns the last daemon was mirroring whose TUI still runs go on too.
+  auto native = native_options_from(flags.native, home);
+  std::vector<bridge::native_live_turn> native_turns;
+  try {
+    native_turns = bridge::find_live_native_turns(*native);
+  } catch (const std::exception& e) {
+    log_event(log_level::warn, "native.live_turns_unreadable", e.what());
+  }
   storage::opened_log log;
   try {
     storage::startup_options options;
     for (const auto& w : survivors)
       for (const auto& turn : w.held.turns)
         options.continuing.insert(turn.run);
+    for (const auto& t : native_turns)
+      options.continuing.insert(t.run_id);
     options.synchronous = flags.synchronous;
     options.skip_integrity_check = flags.skip_integrity_check;
     options.check_before_serving_max_bytes = flags.integrity_check_max_mb << 20;
@@ -127,8 +176,10 @@ int run_serve(const serve_flags& flags, int ready_fd) {
   } else if (int rc = host_embedded(flags.agent_root, flags.harness == "native", home, env, settings); rc != 0) {
     return rc;
   }
+  adopt_native_turns(native_turns, *native, log);
+  continue_or_interrupt(log);
   settings.default_harness = flags.harness;
-  settings.native = native_options_from(flags.native, home);
+  settings.native = native;
   if (flags.harness == "native") {
     // Said at start as well as on each native chat: a person starting a
     // native daemon should learn at once what it lacks.

@@ -103,8 +103,8 @@ std::vector<bridge::worker::found_worker> attach_to_surviving_workers(const std:
 
 namespace {
 
-// Takes the survivors into the pool; runs the log left running for them
-// that none of them took are recovered (interrupted) like any other.
+// Takes the survivors into the pool and offers their agents to the sessions
+// (runs the log left running that nobody took: run_serve recovers them).
 void adopt_survivors(bridge::worker::worker_pool& pool, std::vector<bridge::worker::found_worker> survivors,
                      storage::opened_log& log) {
   if (survivors.empty() && log.continuing.empty())
@@ -115,18 +115,7 @@ void adopt_survivors(bridge::worker::worker_pool& pool, std::vector<bridge::work
   std::set<std::string> known;
   for (const auto& row : log.sessions)
     known.insert(row.session_id);
-  auto agents = pool.adopt(std::move(survivors), continuing, known);
-  std::set<std::string> followed;
-  for (const auto& [_, agent] : agents)
-    if (!agent.live_run.empty())
-      followed.insert(agent.live_run);
-  auto late = storage::recover_open_runs(log.writer->database(), actors::now_seconds(), followed);
-  log.recovered.runs_interrupted += late.runs_interrupted;
-  log_event(log_level::info, "log.runs_continued", "runs live in workers that outlived the last daemon go on",
-            {{"runs_continued", std::to_string(followed.size())},
-             {"runs_interrupted", std::to_string(late.runs_interrupted)},
-             {"sessions_adopted", std::to_string(agents.size())}});
-  bridge::offer_adopted_agents(std::move(agents));
+  bridge::offer_adopted_agents(pool.adopt(std::move(survivors), continuing, known));
 }
 
 } // namespace

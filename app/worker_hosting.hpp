@@ -38,7 +38,7 @@ std::vector<bridge::worker::found_worker> attach_to_surviving_workers(const std:
 // Checks (and makes) the runtime directory, chooses the interpreter, starts
 // the pool, takes `survivors` into it (their sessions' agents and the runs
 // `log` left running for them; runs left running that no survivor took are
-// recovered now, as any other). Returns non-zero, having said why, when the
+// recovered by the caller, as any other). Returns non-zero, having said why, when the
 // daemon must not start.
 int host_in_workers(const worker_flags& flags, const std::string& home, const bridge::agent_env& env,
                     actors::daemon_settings& settings, std::vector<bridge::worker::found_worker> survivors,

@@ -31,7 +31,17 @@ std::map<std::string, adopted_agent> adopted; // guarded by adopted_mu
 
 void offer_adopted_agents(std::map<std::string, adopted_agent> agents) {
   std::lock_guard<std::mutex> lock(adopted_mu);
-  adopted = std::move(agents);
+  for (auto& [session, agent] : agents)
+    adopted.insert_or_assign(session, std::move(agent));
+}
+
+std::set<std::string> adopted_live_runs() {
+  std::lock_guard<std::mutex> lock(adopted_mu);
+  std::set<std::string> runs;
+  for (const auto& [_, agent] : adopted)
+    if (!agent.live_run.empty())
+      runs.insert(agent.live_run);
+  return runs;
 }
 
 std::optional<adopted_agent> take_adopted_agent(const std::string& session_id) {

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <set>
 #include <memory>
 #include <optional>
 #include <string>
@@ -70,10 +71,13 @@ studio_worker_maps studio_workers();
 // `status`'s "agent": the summary plus where `agent` (null: not loaded) runs.
 std::string agent_status_json(const agent_host* agent);
 
-// Agents that outlived the last daemon (worker_pool::adopt), offered once at
-// start before any session exists; each session known from the log takes
-// its own when it is made (at most once).
+// Agents that outlived the last daemon (worker_pool::adopt, native TUIs),
+// offered at start before any session exists (each call adds to the
+// offer); each session known from the log takes its own when it is made
+// (at most once).
 void offer_adopted_agents(std::map<std::string, adopted_agent> agents);
+// The runs the agents on offer go on with.
+std::set<std::string> adopted_live_runs();
 std::optional<adopted_agent> take_adopted_agent(const std::string& session_id);
 
 // Housekeeping between requests: idle and oversized workers are retired. Blocks briefly.

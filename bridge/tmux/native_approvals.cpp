@@ -99,7 +99,7 @@ void approval_watch::poll(const std::string& pane) {
   ask(*prompt);
 }
 
-void approval_watch::ask(const approval_prompt& prompt) {
+std::string approval_request(const approval_prompt& prompt, const native_options& options) {
   auto offered = prompt.choices();
   nlohmann::json request;
   request["command"] = prompt.command;
@@ -107,12 +107,29 @@ void approval_watch::ask(const approval_prompt& prompt) {
                                                        : prompt.description;
   request["choices"] = offered;
   request["allow_permanent"] = std::find(offered.begin(), offered.end(), "always") != offered.end();
-  request["timeout_ms"] = static_cast<int64_t>(s_.options.approval_timeout_s * 1000);
+  request["timeout_ms"] = static_cast<int64_t>(options.approval_timeout_s * 1000);
   request["harness"] = "native";
+  return protocol::dumps(request);
+}
+
+void approval_watch::ask(const approval_prompt& prompt) {
+  std::string body = approval_request(prompt, s_.options);
   double timeout = s_.options.approval_timeout_s;
   asked_command_ = prompt.command;
   asked_row_ = newest_row(s_, 0);
-  asking_.ask(sink_, [body = protocol::dumps(request), timeout](turn_sink& sink) {
+  // The prompt an earlier daemon asked about, still showing: asked again
+  // under the id the client knows (native_session::waiting_questions).
+  std::optional<waiting_question> again;
+  {
+    std::lock_guard<std::mutex> lock(s_.mu);
+    if (s_.reopening && s_.reopening->request == body)
+      again = std::exchange(s_.reopening, std::nullopt);
+  }
+  if (again) {
+    asking_.ask(sink_, [q = *again](turn_sink& sink) { return sink.ask_again(q); });
+    return;
+  }
+  asking_.ask(sink_, [body = std::move(body), timeout](turn_sink& sink) {
     return sink.ask_approval(body, timeout);
   });
 }

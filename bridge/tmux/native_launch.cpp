@@ -11,6 +11,7 @@
 #include "protocol/wire_error.hpp"
 
 #include <climits>
+#include <filesystem>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -115,7 +116,67 @@ void native_session::impl::remember() {
   doc["session_id"] = session_id;
   auto p = pinned();
   doc["hermes_session_id"] = p ? json(*p) : json(nullptr);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!turn_run.empty())
+      doc["turn"] = {{"run", turn_run}, {"row", turn_row}};
+  }
   write_json_file(dir + "/launch.json", doc);
+}
+
+void native_session::impl::remember_turn(const std::string& run, int64_t row) {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    turn_run = run;
+    turn_row = row;
+  }
+  remember();
+}
+
+std::vector<native_live_turn> find_live_native_turns(const native_options& options) {
+  std::vector<native_live_turn> found;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(options.runtime_dir, ec)) {
+    json doc = read_json_file(entry.path().string() + "/launch.json");
+    const json* turn = doc.contains("turn") && doc["turn"].is_object() ? &doc["turn"] : nullptr;
+    if (!turn || !doc.value("session_id", json()).is_string() || !turn->value("run", json()).is_string() ||
+        !turn->value("row", json()).is_number_integer())
+      continue;
+    native_live_turn t{doc["session_id"].get<std::string>(), (*turn)["run"].get<std::string>(),
+                       (*turn)["row"].get<int64_t>()};
+    // Only a directory of this session's own name: a file cannot point elsewhere.
+    if (entry.path().filename().string() != hex_digest(t.session_id))
+      continue;
+    found.push_back(std::move(t));
+  }
+  return found;
+}
+
+std::shared_ptr<native_session> native_session::adopt(const native_live_turn& turn, const native_options& options,
+                                                      const std::string& history_json) {
+  std::string tmux_bin = find_executable("tmux");
+  if (tmux_bin.empty())
+    return nullptr;
+  std::string dir = options.runtime_dir + "/" + hex_digest(turn.session_id);
+  json remembered = read_json_file(dir + "/launch.json");
+  const json& t = remembered.value("turn", json::object());
+  if (!t.is_object() || t.value("run", "") != turn.run_id || t.value("row", int64_t{0}) != turn.row)
+    return nullptr;
+  auto p = std::make_unique<impl>(turn.session_id, remembered.value("workspace", ""), dir, options, tmux_bin);
+  if (p->tmux.presence().seen != tmux_presence::running)
+    return nullptr; // gone: its run ends interrupted, as any the log cannot continue
+  live_tuis::all().take(&p->alive, options.max_native);
+  p->reattached = true;
+  p->launched_at = remembered.value("launched_at", wall_now());
+  if (remembered.contains("hermes_session_id") && remembered["hermes_session_id"].is_string())
+    p->pin_remembered(remembered["hermes_session_id"].get<std::string>());
+  p->turn_run = turn.run_id;
+  p->turn_row = turn.row;
+  p->adopted_row = turn.row;
+  json history = json::parse(history_json, nullptr, false);
+  p->history = history.is_array() ? history : json::array();
+  p->start_watching();
+  return std::shared_ptr<native_session>(new native_session(std::move(p)));
 }
 
 std::shared_ptr<native_session> native_session::create(const std::string& session_id,

@@ -4,6 +4,7 @@
 #include "bridge/tmux/native_session_impl.hpp"
 
 #include "protocol/json_text.hpp"
+#include "protocol/wire_error.hpp"
 
 #include <unistd.h>
 
@@ -64,6 +65,25 @@ bool native_session::steer(const std::string& text) {
   std::lock_guard<std::mutex> steers(s.mu);
   s.steers.push_back(at);
   return true;
+}
+
+std::vector<waiting_question> native_session::waiting_questions() const {
+  auto& s = *impl_;
+  if (s.adopted_row == 0)
+    return {};
+  std::optional<approval_prompt> prompt;
+  try {
+    prompt = parse_approval_prompt(s.tmux.capture());
+  } catch (const protocol::wire_error&) {
+    return {}; // the TUI is gone: continue_turn says so
+  }
+  if (!prompt)
+    return {};
+  // How long it has waited is the TUI's to know; the client's deadline starts again.
+  waiting_question q{1, "approval", approval_request(*prompt, s.options), s.options.approval_timeout_s};
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.reopening = q;
+  return {q};
 }
 
 bool native_session::usable() const { return impl_->alive; }

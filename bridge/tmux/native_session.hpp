@@ -7,8 +7,10 @@
 #include "bridge/agent_host.hpp"
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace hb::bridge {
 
@@ -30,6 +32,17 @@ struct native_options {
 // $TMPDIR (or /tmp)/hermes-bridge-<uid>/native.
 std::string default_native_runtime_dir();
 
+// A turn an earlier daemon was mirroring when it went away, as its session's
+// directory remembers it: the run, and Hermes' row of the message it delivered.
+struct native_live_turn {
+  std::string session_id;
+  std::string run_id;
+  int64_t row = 0;
+};
+
+// The live turns remembered under `runtime_dir` whose TUI still runs.
+std::vector<native_live_turn> find_live_native_turns(const native_options& options);
+
 class native_session final : public agent_host {
 public:
   // Launches the TUI in `workspace` (empty: $HOME), or re-attaches to the
@@ -41,10 +54,22 @@ public:
                                                 const std::string& workspace,
                                                 const native_options& options,
                                                 std::string& config_json);
+  // Re-attaches to a TUI that runs `turn` (found by find_live_native_turns)
+  // so that continue_turn() mirrors the rest of it; nullptr when the TUI is
+  // gone or no longer remembers that turn. `history`: the session's
+  // conversation before the turn, as the event log holds it.
+  static std::shared_ptr<native_session> adopt(const native_live_turn& turn, const native_options& options,
+                                               const std::string& history_json);
   ~native_session() override;
 
   void prepare_turn() override;
   turn_outcome run_turn(const std::shared_ptr<turn_sink>& sink, const std::string& request_json) override;
+  // The adopted turn: its rows are mirrored again from its first, and what
+  // the log holds (numbered up to `logged_seq`) is not sent twice.
+  turn_outcome continue_turn(const std::shared_ptr<turn_sink>& sink, uint64_t logged_seq) override;
+  // The approval prompt the adopted turn's TUI shows, if any (asked again
+  // under its old id by continue_turn).
+  std::vector<waiting_question> waiting_questions() const override;
   void interrupt(const std::string& message_json) override;
   void let_go(const std::string& message_json) override;
   bool steer(const std::string& text) override;

@@ -45,6 +45,8 @@ std::string tui_command_event(const std::string& text); // native_tui_command.cp
 
 } // namespace native_detail
 
+class row_mirror;
+
 struct native_session::impl {
   using clock_type = native_detail::clock_type;
   using milliseconds = native_detail::milliseconds;
@@ -57,6 +59,14 @@ struct native_session::impl {
   hermes_state state;
   double launched_at = 0;
   bool reattached = false;
+  // The turn being mirrored, remembered in launch.json for a daemon that
+  // comes after this one (guarded by mu).
+  std::string turn_run;
+  int64_t turn_row = 0;
+  int64_t adopted_row = 0; // adopt(): the row of the turn continue_turn() follows
+  // The approval prompt showing when the turn was adopted, to be asked again
+  // under its old id (guarded by mu).
+  std::optional<waiting_question> reopening;
 
   // One paste or key sequence at a time; a message holds it until Hermes
   // stored it, so nothing else is typed into an unconfirmed draft.
@@ -85,6 +95,11 @@ struct native_session::impl {
   void start_watching(); // keeps `alive` current while nobody runs a turn
   void stop_watching();
   void remember();       // what a re-attaching daemon needs to find its way back
+  void remember_turn(const std::string& run, int64_t row); // "" / 0: no turn live
+
+  // native_turn.cpp: mirrors the turn whose user row is `own_row` until it
+  // ends, watching the pane for questions, an interrupt and the TUI's end.
+  turn_outcome follow(const std::shared_ptr<turn_sink>& sink, row_mirror& mirror, int64_t own_row);
 
   // native_delivery.cpp
   std::optional<std::string> pinned() const;
@@ -126,6 +141,9 @@ namespace native_detail {
 // was newest when it was asked: its tool call, which Hermes stores before
 // the tool asks; a newer row means a newer prompt, whatever its text.
 int64_t newest_row(native_session::impl& s, int64_t unreadable);
+
+// What the client is asked for the approval prompt (its request JSON).
+std::string approval_request(const approval_prompt& prompt, const native_options& options);
 
 // A question the TUI shows, asked of the client on another thread (the
 // broker's answer blocks). Withdrawn when the TUI stops showing it.

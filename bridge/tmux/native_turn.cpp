@@ -36,6 +36,59 @@ turn_outcome outcome(const std::string& status, const json& result, const std::o
   return out;
 }
 
+// What the mirror writes, numbered 1, 2, 3... in the order written, so that
+// the event log knows how far it holds the turn (runs.host_seq). The mirror
+// is a function of the turn's rows: mirrored again from the first after a
+// restart of the daemon, it writes the same frames with the same numbers,
+// and those the log holds (`skip_up_to`) are not written twice.
+class numbered_sink final : public turn_sink {
+public:
+  numbered_sink(turn_sink& out, uint64_t skip_up_to) : out_(out), skip_(skip_up_to) {}
+  std::string run_id() const override { return out_.run_id(); }
+  void delta(std::string text) override {
+    if (++seq_ > skip_)
+      out_.numbered_delta(std::move(text), seq_);
+  }
+  void event(std::string json) override {
+    if (++seq_ > skip_)
+      out_.numbered_event(std::move(json), seq_);
+  }
+  std::string ask_approval(std::string request_json, double timeout_s) override {
+    return out_.ask_approval(std::move(request_json), timeout_s);
+  }
+  std::string ask_compression(std::string request_json, double timeout_s) override {
+    return out_.ask_compression(std::move(request_json), timeout_s);
+  }
+  std::string ask_clarify(std::string request_json, double timeout_s) override {
+    return out_.ask_clarify(std::move(request_json), timeout_s);
+  }
+  void gateway_notify(std::string request_json, double timeout_s) override {
+    out_.gateway_notify(std::move(request_json), timeout_s);
+  }
+  void withdraw_questions(std::string reason) override { out_.withdraw_questions(std::move(reason)); }
+
+private:
+  turn_sink& out_;
+  uint64_t skip_;
+  uint64_t seq_ = 0;
+};
+
+json turn_result(native_session::impl& s, const row_mirror& mirror, bool completed, bool interrupted) {
+  json r;
+  r["final_response"] = mirror.final_text();
+  r["completed"] = completed;
+  r["interrupted"] = interrupted;
+  auto p = s.pinned();
+  r["hermes_session_id"] = p ? json(*p) : json(nullptr);
+  return r;
+}
+
+struct live_guard {
+  std::atomic<bool>& live;
+  std::atomic<bool>& own;
+  ~live_guard() { live = own = false; }
+};
+
 } // namespace
 
 turn_outcome native_session::run_turn(const std::shared_ptr<turn_sink>& sink, const std::string& request_json) {
@@ -48,22 +101,11 @@ turn_outcome native_session::run_turn(const std::shared_ptr<turn_sink>& sink, co
                     std::lock_guard<std::mutex> lock(s.mu);
                     return s.history;
                   }();
-  row_mirror mirror(*sink, base);
-  auto result = [&](bool completed, bool interrupted) {
-    json r;
-    r["final_response"] = mirror.final_text();
-    r["completed"] = completed;
-    r["interrupted"] = interrupted;
-    auto p = s.pinned();
-    r["hermes_session_id"] = p ? json(*p) : json(nullptr);
-    return r;
-  };
+  numbered_sink numbered(*sink, 0);
+  row_mirror mirror(numbered, base);
+  auto result = [&](bool completed, bool interrupted) { return turn_result(s, mirror, completed, interrupted); };
   s.turn_live = true;
-  struct live_guard {
-    std::atomic<bool>& live;
-    std::atomic<bool>& own;
-    ~live_guard() { live = own = false; }
-  } guard{s.turn_live, s.own_turn};
+  live_guard guard{s.turn_live, s.own_turn};
   try {
     std::string text;
     if (request.is_object() && request.contains("message"))
@@ -87,9 +129,53 @@ turn_outcome native_session::run_turn(const std::shared_ptr<turn_sink>& sink, co
     }
     int64_t baseline = s.state.max_message_id();
     int64_t own_row = s.deliver_confirmed(text, baseline);
+    return s.follow(sink, mirror, own_row);
+  } catch (const protocol::wire_error& e) {
+    // Interrupted while the message was still being delivered: the turn
+    // never started, and it was the client's wish that it stop.
+    std::string status = s.interrupt_sent || s.let_go ? "interrupted" : "error";
+    return outcome(status, result(false, status == "interrupted"), std::string(e.what()), mirror.history());
+  } catch (const std::exception& e) {
+    return outcome("error", result(false, false), std::string("native harness: ") + e.what(),
+                   mirror.history());
+  }
+}
+
+turn_outcome native_session::continue_turn(const std::shared_ptr<turn_sink>& sink, uint64_t logged_seq) {
+  auto& s = *impl_;
+  int64_t own_row = std::exchange(s.adopted_row, 0);
+  if (own_row == 0)
+    return agent_host::continue_turn(sink, logged_seq);
+  numbered_sink numbered(*sink, logged_seq);
+  row_mirror mirror(numbered, [&] {
+    std::lock_guard<std::mutex> lock(s.mu);
+    return s.history;
+  }());
+  s.turn_live = true;
+  s.own_turn = true; // Hermes stored its message before the last daemon went
+  live_guard guard{s.turn_live, s.own_turn};
+  try {
+    return s.follow(sink, mirror, own_row);
+  } catch (const std::exception& e) {
+    return outcome("error", turn_result(s, mirror, false, false), std::string("native harness: ") + e.what(),
+                   mirror.history());
+  }
+}
+
+turn_outcome native_session::impl::follow(const std::shared_ptr<turn_sink>& sink, row_mirror& mirror,
+                                          int64_t own_row) {
+  auto& s = *this;
+  auto result = [&](bool completed, bool interrupted) { return turn_result(s, mirror, completed, interrupted); };
+  {
     // Rows before our own user row belong to an earlier turn.
     mirror.skip_to(own_row - 1);
     mirror.delivered(own_row);
+    // A daemon that comes after this one finds the turn here.
+    remember_turn(sink->run_id(), own_row);
+    struct forget_turn {
+      impl& s;
+      ~forget_turn() { s.remember_turn("", 0); }
+    } forget{s};
 
     approval_watch approvals(s, sink);
     clarify_watch clarify(s, sink, own_row);
@@ -185,14 +271,6 @@ turn_outcome native_session::run_turn(const std::shared_ptr<turn_sink>& sink, co
                      mirror.history());
     bool interrupted = s.interrupt_sent || mirror.interrupted();
     return outcome(interrupted ? "interrupted" : "complete", result(mirror.finished(), interrupted), unconfirmed,
-                   mirror.history());
-  } catch (const protocol::wire_error& e) {
-    // Interrupted while the message was still being delivered: the turn
-    // never started, and it was the client's wish that it stop.
-    std::string status = s.interrupt_sent || s.let_go ? "interrupted" : "error";
-    return outcome(status, result(false, status == "interrupted"), std::string(e.what()), mirror.history());
-  } catch (const std::exception& e) {
-    return outcome("error", result(false, false), std::string("native harness: ") + e.what(),
                    mirror.history());
   }
 }

@@ -342,6 +342,44 @@ class NativeLifecycle(NativeFixture):
         self.assertEqual(tmux(sock, "display-message", "-p", "-t", "main", "#{pane_pid}").stdout.strip(), pid)
         self.assertEqual(self.user_rows(), ["before restart", "after restart"])
 
+    def test_a_turn_live_at_a_kill_9_goes_on_after_the_restart_each_row_once(self):
+        run_id = self.chat("n-live", "tool sleep 3")["run_id"]
+        self.bridge.wait_event(run_id, "tool.started", timeout=20)
+        self.bridge.proc.send_signal(signal.SIGKILL)
+        self.bridge.proc.wait(10)
+        self.bridge = self.start_bridge()
+        self.assertIn("runs_continued=1", self.bridge.stderr())
+        done = self.bridge.wait_done(run_id, timeout=30)
+        self.assertEqual(done["status"], "complete", done)
+        self.assertIn("ran sleep 3", done["seen_text"])
+        events = done["seen_events"]
+        self.assertEqual(len(events_named(events, "tool.started")), 1)  # logged before the kill, not again
+        self.assertEqual(len(events_named(events, "tool.completed")), 1)  # written while no daemon was there
+        self.assertEqual(events_named(events, "bridge.recovered"), [])
+        # The session goes on in the same TUI.
+        after = self.turn("n-live", "after the restart")
+        self.assertEqual(after["output"], "echo: after the restart")
+        self.assertEqual(self.user_rows(), ["tool sleep 3", "after the restart"])
+
+    def test_an_approval_pending_at_a_kill_9_is_answered_after_the_restart_under_its_id(self):
+        run_id = self.chat("n-ask", "danger rm -rf /tmp/scratch")["run_id"]
+        asked = self.bridge.wait_event(run_id, "approval.requested", timeout=20)
+        self.bridge.proc.send_signal(signal.SIGKILL)
+        self.bridge.proc.wait(10)
+        self.bridge = self.start_bridge()
+        self.wait_for(lambda: self.bridge.request({"action": "health"})["pending_questions"] == 1,
+                      what="the prompt still showing, asked again")
+        answer = self.bridge.request({"action": "approval_respond", "approval_id": asked["approval_id"],
+                                      "choice": "session"})
+        self.assertTrue(answer["resolved"], answer)
+        done = self.bridge.wait_done(run_id, timeout=20)
+        self.assertEqual(done["status"], "complete", done)
+        self.assertIn("approval: session", done["seen_text"])
+        self.assertEqual([e["approval_id"] for e in events_named(done["seen_events"], "approval.requested")],
+                         [asked["approval_id"]])  # not announced twice
+        resolved = events_named(done["seen_events"], "approval.resolved")
+        self.assertEqual([(r["approval_id"], r["choice"]) for r in resolved], [(asked["approval_id"], "session")])
+
     def test_sigterm_lets_a_live_turn_go_on_in_the_tui(self):
         run_id = self.chat("n-term", "slow 4")["run_id"]
         self.wait_for(lambda: "slow 4" in self.user_rows(), what="user row")
