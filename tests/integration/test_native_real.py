@@ -63,6 +63,7 @@ class RealTui(unittest.TestCase):
         path = ":".join(p for p in (ROOT, DEPS) if p)
         # A command line, as --hermes-bin takes it.
         command = " ".join(shlex.quote(w) for w in ["env", f"PYTHONPATH={path}", PYTHON, str(Path(ROOT) / "hermes")])
+        cls.config = config
         cls.bridge = Bridge(config=config, args=["--hermes-bin", command, "--native-dir", str(cls.tmp / "native"),
                                                  "--db", str(cls.tmp / "events.db")]).start()
         cls.state_db = cls.bridge.home / "state.db"
@@ -299,6 +300,37 @@ class RealTui(unittest.TestCase):
         self.assertEqual(done["output"], "echo: after the bang")
         self.assertEqual(marker.read_text(), "ran\n")
         self.assertEqual([r[2] for r in self.rows()[rows_before:] if r[1] == "user"], ["after the bang"])
+
+    def restart_after_kill_9(self) -> None:
+        """The daemon dies (its pid alone); a new one on the same home, log,
+        endpoint and native directory takes its place."""
+        old = type(self).bridge
+        old.proc.kill()
+        old.proc.wait(10)
+        old.proc.stdout.close()
+        new = Bridge(config=self.config, args=old.args)
+        new.dir, new.home, new.endpoint = old.dir, old.home, old.endpoint
+        type(self).bridge = new.start()
+
+    def test_16_a_turn_and_a_prompt_live_at_a_kill_9_go_on_after_the_restart(self):
+        run_id = self.chat("tool sleep 4")
+        self.bridge.wait_event(run_id, "tool.started", timeout=60)
+        self.restart_after_kill_9()
+        done = self.bridge.wait_done(run_id, timeout=60)
+        self.assertEqual(done["status"], "complete", done)
+        self.assertEqual([e["event"] for e in done["seen_events"] if e["event"].startswith("tool.")],
+                         ["tool.started", "tool.completed"])  # each once, across the restart
+        run_id = self.chat(f"danger rm -rf {self.workspace}/k")
+        asked = self.bridge.wait_event(run_id, "approval.requested", timeout=60)
+        self.restart_after_kill_9()
+        self.wait_for(lambda: self.bridge.request({"action": "health"})["pending_questions"] == 1,
+                      what="the prompt asked again")
+        answer = self.bridge.request({"action": "approval_respond", "approval_id": asked["approval_id"],
+                                      "choice": "once"})
+        self.assertTrue(answer["resolved"], answer)
+        done = self.bridge.wait_done(run_id, timeout=60)
+        self.assertIn("exit_code\": 0", done["output"])
+        self.assertEqual(len(events_named(done["seen_events"], "approval.requested")), 1)
 
 
 if __name__ == "__main__":
