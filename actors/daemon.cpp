@@ -185,7 +185,8 @@ int serve(const daemon_settings& settings, int listen_fd, std::shared_ptr<storag
   auto checkpointer = spawn_log_checkpointer(sys, settings.db_path, std::chrono::milliseconds(1000));
   broker_links links;
   links.writer = writer;
-  links.questions = spawn_questions(sys, questions_links{writer, bridge::resolve_gateway_approval});
+  links.questions =
+    spawn_questions(sys, questions_links{writer, bridge::resolve_gateway_approval, settings.reopening_questions});
   for (size_t i = 0; i < std::max<size_t>(1, settings.readers); ++i)
     links.readers.push_back(spawn_log_reader(sys, settings.db_path, finished));
   links.finished = finished;

@@ -101,6 +101,15 @@ typename Inspector::result_type inspect(Inspector& f, question_due& x) {
   return f(caf::meta::type_name("question_due"), x.id);
 }
 
+// Questions -> itself: answers no longer wait for questions to be opened
+// again after a restart (questions_links::reopening).
+struct reopen_window_over {};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, reopen_window_over&) {
+  return f(caf::meta::type_name("reopen_window_over"));
+}
+
 // Broker -> questions: a client's answer to an approval (approval_respond).
 // Answered with an approval_outcome: whether it settled the question (an
 // answer to a question already settled, or to no approval, settles nothing).
@@ -195,6 +204,7 @@ inline void add_question_message_types(caf::actor_system_config& cfg) {
     .add_message_type<run_questions_end>("hb::run_questions_end")
     .add_message_type<session_questions_cancelled>("hb::session_questions_cancelled")
     .add_message_type<question_due>("hb::question_due")
+    .add_message_type<reopen_window_over>("hb::reopen_window_over")
     .add_message_type<approval_answer>("hb::approval_answer")
     .add_message_type<approval_outcome>("hb::approval_outcome")
     .add_message_type<clarify_answer>("hb::clarify_answer")

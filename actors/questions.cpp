@@ -12,6 +12,11 @@
 
 #include <caf/all.hpp>
 
+#include <map>
+#include <optional>
+#include <utility>
+#include <vector>
+
 namespace hb::actors {
 
 using protocol::json;
@@ -71,6 +76,9 @@ struct questions_state {
   caf::event_based_actor* self = nullptr;
   questions_links links;
   question_table table;
+  // Answers to reopening questions that came before their question: each
+  // sends its answer to this actor again, for the asker it came from.
+  std::map<std::string, std::vector<std::function<void()>>> early_answers;
   caf::actor watcher; // told how many are open (questions_watch)
   uint64_t told = 0;
   static inline const char* name = "questions";
@@ -91,8 +99,42 @@ struct questions_state {
   }
 
   void add(question q) {
+    std::string id = q.id;
     table.add(std::move(q));
     report();
+    answer_early(id);
+  }
+
+  // An answer to a question its run has yet to open again waits for it.
+  template <class Outcome, class Answer>
+  std::optional<caf::result<Outcome>> wait_for_reopen(const std::string& id, Answer& a) {
+    if (table.find(id) || !links.reopening.count(id))
+      return std::nullopt;
+    auto rp = self->make_response_promise<Outcome>();
+    early_answers[id].push_back([rp, a, me = caf::actor_cast<caf::actor>(self)]() mutable {
+      rp.delegate(me, std::move(a));
+    });
+    return caf::result<Outcome>(rp);
+  }
+
+  void answer_early(const std::string& id) {
+    links.reopening.erase(id);
+    auto it = early_answers.find(id);
+    if (it == early_answers.end())
+      return;
+    auto answers = std::move(it->second);
+    early_answers.erase(it);
+    for (auto& again : answers)
+      again();
+  }
+
+  // Those not opened again by now will not be: their answers find nothing.
+  void close_reopen_window() {
+    links.reopening.clear();
+    auto all = std::exchange(early_answers, {});
+    for (auto& [id, answers] : all)
+      for (auto& again : answers)
+        again();
   }
 
   bool take(const std::string& id, question& out) {
@@ -218,6 +260,8 @@ struct questions_state {
   }
 
   caf::result<approval_outcome> answer(approval_answer& a) {
+    if (auto later = wait_for_reopen<approval_outcome>(a.approval_id, a))
+      return std::move(*later);
     const question* open = table.find(a.approval_id);
     if (!open || open->what == question::kind::compression || open->what == question::kind::clarify)
       return approval_outcome{a.approval_id, a.choice, false};
@@ -262,6 +306,8 @@ struct questions_state {
   }
 
   caf::result<clarify_outcome> answer(clarify_answer& a) {
+    if (auto later = wait_for_reopen<clarify_outcome>(a.clarify_id, a))
+      return std::move(*later);
     const question* open = table.find(a.clarify_id);
     if (!open || open->what != question::kind::clarify) {
       if (table.was_closed(a.clarify_id))
@@ -276,6 +322,8 @@ struct questions_state {
   }
 
   caf::result<compression_outcome> answer(compression_answer& a) {
+    if (auto later = wait_for_reopen<compression_outcome>(a.request_id, a))
+      return std::move(*later);
     const question* open = table.find(a.request_id);
     if (!open || open->what != question::kind::compression)
       return make_error(errc::failed, "compression request " + a.request_id + " not found");
@@ -292,7 +340,10 @@ caf::behavior questions_behavior(questions_actor* self, questions_links links) {
   self->state.self = self;
   self->state.links = std::move(links);
   auto& st = self->state;
+  if (!st.links.reopening.empty())
+    self->delayed_send(self, reopen_window, reopen_window_over{});
   return {
+    [&st](reopen_window_over) { st.close_reopen_window(); },
     [&st](question_asked& asked) { return st.open(asked); },
     [&st](gateway_approval_asked& asked) { st.open_gateway(asked); },
     [&st](const question_due& due) { st.deadline(due); },

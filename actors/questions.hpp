@@ -16,7 +16,9 @@
 #include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
 
+#include <chrono>
 #include <functional>
+#include <set>
 #include <string>
 
 namespace hb::actors {
@@ -31,9 +33,18 @@ using gateway_resolver =
                     const std::string& bridge_token,
                     const std::function<void(int released, const std::string& failure)>& while_holding_gil)>;
 
+// How long an answer to a question that is to be opened again after a
+// restart (questions_links::reopening) waits for it.
+constexpr std::chrono::seconds reopen_window{20};
+
 struct questions_links {
   caf::actor writer; // where the questions' events go, behind the run's output
   gateway_resolver resolve_gateway;
+  // Open in the log, in runs that go on after a restart: their runs open
+  // them again under these ids within moments of the start. An answer that
+  // comes first waits for that (at most reopen_window) instead of finding
+  // no such question.
+  std::set<std::string> reopening;
 };
 
 caf::actor spawn_questions(caf::actor_system& sys, questions_links links);

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 
 namespace hb::bridge {
@@ -48,6 +49,9 @@ struct daemon_settings {
   uint64_t finished_cache_bytes = 32u << 20; // finished runs kept in memory for reads
   std::string default_harness = "embedded"; // serve --harness
   std::shared_ptr<const bridge::native_options> native; // how native sessions are hosted
+  // Questions the log shows open in runs that go on after a restart: an
+  // answer to one waits (briefly) for its run to open it again.
+  std::set<std::string> reopening_questions;
 };
 
 double now_seconds();

@@ -178,6 +178,7 @@ int run_serve(const serve_flags& flags, int ready_fd) {
   }
   adopt_native_turns(native_turns, *native, log);
   continue_or_interrupt(log);
+  settings.reopening_questions = storage::open_question_ids(log.writer->database(), bridge::adopted_live_runs());
   settings.default_harness = flags.harness;
   settings.native = native;
   if (flags.harness == "native") {

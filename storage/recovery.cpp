@@ -201,4 +201,18 @@ std::string check_integrity(SQLite::Database& db) {
   return verdict;
 }
 
+std::set<std::string> open_question_ids(SQLite::Database& db, const std::set<std::string>& run_ids) {
+  std::set<std::string> ids;
+  SQLite::Statement find(db, "SELECT run_no FROM runs WHERE run_id=?");
+  for (const auto& run : run_ids) {
+    find.reset();
+    find.bind(1, run);
+    if (!find.executeStep())
+      continue;
+    for (auto& q : find_open_questions(db, find.getColumn(0).getInt64()))
+      ids.insert(std::move(q.id));
+  }
+  return ids;
+}
+
 } // namespace hb::storage

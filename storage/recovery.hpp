@@ -68,6 +68,10 @@ struct continuing_run {
 recovery_report recover_open_runs(SQLite::Database& db, double now, const std::set<std::string>& continuing = {},
                                   std::map<std::string, continuing_run>* kept = nullptr);
 
+// The ids of the questions the log shows asked and not settled in these
+// runs: those a continued run may open again (match_waiting_questions).
+std::set<std::string> open_question_ids(SQLite::Database& db, const std::set<std::string>& run_ids);
+
 // PRAGMA quick_check's verdict: "ok", or what is wrong.
 std::string check_integrity(SQLite::Database& db);
 

@@ -10,6 +10,8 @@
 #include "actors/questions.hpp"
 #include "protocol/json_text.hpp"
 
+#include <set>
+
 using namespace hb::actors;
 using hb::protocol::json;
 using namespace std::chrono_literals;
@@ -30,14 +32,21 @@ public:
         return {[=](run_event& e) { log->emplace_back(e.run_id, json::parse(e.body)); }};
       },
       0));
-    questions_links links{writer, [this](const std::string& session_id, const std::string& choice,
-                                         const std::string& request_id, const std::string& token,
-                                         const std::function<void(int, const std::string&)>& holding_gil) {
+    questions = make_questions({});
+  }
+
+  // `reopening`: ids the log shows open in runs that go on after a restart.
+  caf::actor make_questions(std::set<std::string> reopening) {
+    questions_links links{writer,
+                          [this](const std::string& session_id, const std::string& choice,
+                                 const std::string& request_id, const std::string& token,
+                                 const std::function<void(int, const std::string&)>& holding_gil) {
                             gateway_calls.push_back({session_id, choice, request_id, token});
                             holding_gil(gateway_released, gateway_failure);
                             return gateway_released;
-                          }};
-    questions = keep(spawn_questions(sys, std::move(links)));
+                          },
+                          std::move(reopening)};
+    return keep(spawn_questions(sys, std::move(links)));
   }
 
   // The run `run_id` of session `session_id` asks; returns where its answer
@@ -388,6 +397,35 @@ CAF_TEST(a gateway approval asked again is answered through the agent under its 
   CAF_CHECK_EQUAL(gateway_calls[0].agent_request_id, "req-7");
   CAF_CHECK_EQUAL(gateway_calls[0].bridge_token, "tok-9");
   CAF_CHECK_EQUAL(gateway_calls[0].choice, "session");
+}
+
+CAF_TEST(an answer that comes before its question is opened again after a restart waits for it) {
+  questions = make_questions({"a-old"});
+  auto early = ask_later<approval_outcome>(questions, approval_answer{"a-old", "once"});
+  CAF_CHECK(!early->has_value()); // not "no such question": its run opens it in a moment
+  auto asker = ask_later<std::string>(questions, question_asked{question_topic::approval, "r1", "s1",
+                                                                R"({"command": "rm -rf /"})", 60'000, "a-old"});
+  deliver();
+  CAF_REQUIRE(early->has_value());
+  CAF_REQUIRE(static_cast<bool>(**early));
+  CAF_CHECK((**early)->resolved);
+  CAF_CHECK_EQUAL(text_of(asker), "once");
+  CAF_CHECK_EQUAL(resolutions("a-old").size(), 1u);
+}
+
+CAF_TEST(an early answer to a question never opened again finds nothing once the window closes) {
+  questions = make_questions({"c-old"});
+  deliver(); // it starts: the window opens now
+  auto early = ask_later<clarify_outcome>(questions, clarify_answer{"c-old", "blue"});
+  let_pass(reopen_window - 1ms);
+  CAF_CHECK(!early->has_value());
+  let_pass(1ms);
+  deliver(); // the answer, sent again to the actor, finds nothing
+  CAF_REQUIRE(early->has_value());
+  CAF_CHECK(!static_cast<bool>(**early)); // unknown clarify request
+  auto other = answer<approval_outcome>(approval_answer{"a-other", "once"}); // never awaited: answered at once
+  CAF_REQUIRE(other);
+  CAF_CHECK(!other->resolved);
 }
 
 CAF_TEST(an id to reopen that is already open gets a new id and its own announcement) {

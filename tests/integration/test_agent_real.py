@@ -218,6 +218,52 @@ class RealAgentOnWorker(RealAgentBase, unittest.TestCase):
         self.assertEqual(again.request({"action": "chat", "session_id": "survivor", "message": "after", "wait": True,
                                         "timeout": 60}, timeout=90)["output"], "echo: after")
 
+    def port(self) -> int:
+        return int(re.search(r":(\d+)/v1", json.dumps(json.loads((self.bridge.home / "config.yaml").read_text())))
+                   .group(1))
+
+    def successor(self, first: RealAgentBridge, extra: list[str] | None = None) -> RealAgentBridge:
+        again = RealAgentBridge("worker", self.port())
+        again.args += extra or []
+        again.dir, again.home, again.endpoint = first.dir, first.home, first.endpoint
+        return again
+
+    def test_08_an_approval_pending_at_a_kill_9_is_answered_after_it_under_its_id(self) -> None:
+        first = RealAgentBridge("worker", self.port()).start(timeout=60)
+        self.addCleanup(first.stop)
+        marker = first.dir / "must-survive"
+        marker.mkdir()
+        run = first.chat("asker", f"danger rm -rf {marker}")["run_id"]
+        asked = first.wait_event(run, "approval.requested", timeout=120)
+        first.proc.kill()
+        first.proc.wait(10)
+        first.proc.stdout.close()
+        again = self.successor(first).start(timeout=60)
+        self.addCleanup(again.stop)
+        # At once: the answer waits for the question to be open again.
+        answer = again.request({"action": "approval_respond", "approval_id": asked["approval_id"], "choice": "deny"})
+        self.assertTrue(answer.get("resolved"), answer)
+        done = again.wait_done(run, timeout=120)
+        self.assertEqual(done["status"], "complete", done)
+        self.assertTrue(marker.exists())
+        self.assertEqual([e["approval_id"] for e in done["seen_events"] if e.get("event") == "approval.requested"],
+                         [asked["approval_id"]])
+
+    def test_09_a_take_over_leaves_a_live_turn_running(self) -> None:
+        first = RealAgentBridge("worker", self.port()).start(timeout=60)
+        self.addCleanup(first.stop)
+        run = first.chat("upgraded", "slow 6")["run_id"]
+        deadline = time.monotonic() + 120
+        while "tick1" not in first.request({"action": "get_output", "run_id": run})["output"]:
+            self.assertLess(time.monotonic(), deadline, "the turn never streamed")
+            time.sleep(0.1)
+        again = self.successor(first, ["--take-over"]).start(timeout=90)
+        self.addCleanup(again.stop)
+        self.assertEqual(first.proc.wait(30), 0)
+        done = again.wait_done(run, timeout=60)
+        self.assertEqual(done["status"], "complete", done)
+        self.assertEqual(done["seen_text"], "".join(f"tick{i} " for i in range(6)) + "done")
+
 
 class RealAgentEmbedded(RealAgentBase, unittest.TestCase):
     host = "embedded"
