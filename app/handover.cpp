@@ -1,5 +1,6 @@
 #include "app/handover.hpp"
 
+#include "protocol/owned_fd.hpp"
 #include "protocol/sha256.hpp"
 
 #include <sys/socket.h>
@@ -27,13 +28,6 @@ constexpr std::chrono::seconds ask_deadline{5};
 
 std::string with_errno(const std::string& what) { return what + ": " + std::strerror(errno); }
 
-void set_timeouts(int fd, std::chrono::milliseconds deadline) {
-  timeval tv{};
-  tv.tv_sec = static_cast<time_t>(deadline.count() / 1000);
-  tv.tv_usec = static_cast<suseconds_t>((deadline.count() % 1000) * 1000);
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-}
 
 bool peer_is_this_user(int fd) {
   ucred peer{};
@@ -50,14 +44,6 @@ sockaddr_un address_of(const std::string& path) {
   return addr;
 }
 
-struct owned_fd {
-  int fd = -1;
-  ~owned_fd() {
-    if (fd >= 0)
-      ::close(fd);
-  }
-  int release() { return std::exchange(fd, -1); }
-};
 
 // One line of at most 64 bytes, or "" when none comes in time.
 std::string read_line(int fd) {
@@ -76,15 +62,23 @@ std::string read_line(int fd) {
   return "";
 }
 
-bool send_socket(int to, int listen_fd) {
-  std::string answer = "ok " + std::to_string(::getpid()) + "\n";
-  iovec io{answer.data(), answer.size()};
+// A message of `size` bytes at `data`, with room for one descriptor beside it.
+struct fd_message {
+  iovec io;
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
   msghdr msg{};
-  msg.msg_iov = &io;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
+  fd_message(void* data, size_t size) : io{data, size} {
+    msg.msg_iov = &io;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+  }
+};
+
+bool send_socket(int to, int listen_fd) {
+  std::string answer = "ok " + std::to_string(::getpid()) + "\n";
+  fd_message m(answer.data(), answer.size());
+  msghdr& msg = m.msg;
   cmsghdr* c = CMSG_FIRSTHDR(&msg);
   c->cmsg_level = SOL_SOCKET;
   c->cmsg_type = SCM_RIGHTS;
@@ -101,13 +95,8 @@ bool send_socket(int to, int listen_fd) {
 // The socket that came with the answer, and the answer's text.
 std::pair<int, std::string> receive_socket(int from) {
   char text[64] = {};
-  iovec io{text, sizeof text - 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &io;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
+  fd_message m(text, sizeof text - 1);
+  msghdr& msg = m.msg;
   ssize_t n;
   do
     n = ::recvmsg(from, &msg, MSG_CMSG_CLOEXEC);
@@ -145,10 +134,10 @@ void wait_for_successor(const std::shared_ptr<handover_offer::state>& st) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100)); // out of descriptors, say
       continue;
     }
-    owned_fd conn{c};
+    protocol::owned_fd conn{c};
     if (!peer_is_this_user(c))
       continue;
-    set_timeouts(c, ask_deadline);
+    protocol::set_socket_timeouts(c, ask_deadline);
     if (read_line(c) != ask_line || !send_socket(c, st->listen_fd))
       continue;
     if (st->done.exchange(true))
@@ -172,7 +161,7 @@ handover_offer::handover_offer(std::string path, int listen_fd, std::function<vo
   state_->handed_over = std::move(handed_over);
   auto addr = address_of(state_->path);
   ::unlink(state_->path.c_str()); // a dead daemon's: a live one answered take_over, or this one would not start
-  owned_fd s{::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)};
+  protocol::owned_fd s{::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)};
   if (s.fd < 0)
     fail(with_errno("socket"));
   ::fchmod(s.fd, 0600); // born 0600: only this user may ask for the socket
@@ -199,7 +188,7 @@ std::optional<int> take_over(const std::string& path, std::chrono::milliseconds 
   if (!S_ISSOCK(st.st_mode) || st.st_uid != ::geteuid())
     fail(path + " is not a socket of this user's");
   auto addr = address_of(path);
-  owned_fd s{::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)};
+  protocol::owned_fd s{::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)};
   if (s.fd < 0)
     fail(with_errno("socket"));
   if (::connect(s.fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
@@ -209,15 +198,15 @@ std::optional<int> take_over(const std::string& path, std::chrono::milliseconds 
   }
   if (!peer_is_this_user(s.fd))
     fail(path + " is served by another user");
-  set_timeouts(s.fd, ask_deadline);
+  protocol::set_socket_timeouts(s.fd, ask_deadline);
   if (::send(s.fd, ask_line.data(), ask_line.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(ask_line.size()))
     fail(with_errno("cannot ask the running daemon for its socket"));
   auto [fd, answer] = receive_socket(s.fd);
-  owned_fd taken{fd};
+  protocol::owned_fd taken{fd};
   if (fd < 0 || answer.rfind("ok ", 0) != 0)
     fail("the running daemon did not hand over its socket" + (answer.empty() ? "" : ": " + answer));
   std::string who = "the running daemon (pid " + answer.substr(3, answer.find('\n') - 3) + ")";
-  set_timeouts(s.fd, deadline);
+  protocol::set_socket_timeouts(s.fd, deadline);
   char byte;
   for (;;) {
     ssize_t n = ::recv(s.fd, &byte, 1, 0);

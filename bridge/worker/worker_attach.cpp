@@ -1,6 +1,7 @@
 #include "bridge/worker/worker_attach.hpp"
 
 #include "bridge/worker/worker_events.hpp"
+#include "protocol/owned_fd.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -22,14 +23,6 @@ namespace hb::bridge::worker {
 
 namespace {
 
-struct owned_fd {
-  int fd = -1;
-  ~owned_fd() {
-    if (fd >= 0)
-      ::close(fd);
-  }
-  int release() { return std::exchange(fd, -1); }
-};
 
 [[noreturn]] void fail(const std::string& what) { throw std::runtime_error(what); }
 
@@ -44,7 +37,7 @@ constexpr std::chrono::milliseconds refusal_pause{100};
 // A record holds the worker's secret: only a file of this user's that nobody
 // else can read or write is believed.
 std::string read_private_file(const std::string& path) {
-  owned_fd f{::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)};
+  protocol::owned_fd f{::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)};
   if (f.fd < 0)
     fail("cannot open " + path + ": " + std::strerror(errno));
   struct stat st {};
@@ -79,13 +72,6 @@ void forget_dead_worker(const std::string& dir, pid_t pid) {
     ::unlink(file_of(dir, pid, suffix).c_str());
 }
 
-void set_timeouts(int fd, std::chrono::milliseconds deadline) {
-  timeval tv{};
-  tv.tv_sec = static_cast<time_t>(deadline.count() / 1000);
-  tv.tv_usec = static_cast<suseconds_t>((deadline.count() % 1000) * 1000);
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-}
 
 // The socket must be this user's, and so must the process behind it, which
 // must be the record's: another user can neither plant a worker nor be one.
@@ -102,10 +88,10 @@ int connect_checked(const worker_record& r, std::chrono::milliseconds deadline) 
   if (r.socket.size() >= sizeof addr.sun_path)
     fail(r.socket + " is too long for a unix socket path");
   std::memcpy(addr.sun_path, r.socket.c_str(), r.socket.size() + 1);
-  owned_fd s{::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)};
+  protocol::owned_fd s{::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)};
   if (s.fd < 0)
     fail(std::string("socket: ") + std::strerror(errno));
-  set_timeouts(s.fd, deadline);
+  protocol::set_socket_timeouts(s.fd, deadline);
   if (::connect(s.fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
     fail("cannot connect to " + r.socket + ": " + std::strerror(errno));
   ucred peer{};
@@ -159,7 +145,7 @@ attached handshake(int fd, const worker_record& r) {
 // A worker of a version this daemon cannot drive: its turns cannot be
 // followed, but they need not be cut either; it finishes them on its own.
 drained drain_checked(const worker_record& r, std::chrono::milliseconds deadline) {
-  owned_fd fd{connect_checked(r, deadline)};
+  protocol::owned_fd fd{connect_checked(r, deadline)};
   auto answer = exchange(fd.fd, drain{r.secret});
   if (auto* ok = std::get_if<drained>(&answer))
     return *ok;
@@ -272,11 +258,11 @@ std::vector<found_worker> attach_to_live_workers(const std::string& dir, const s
     }
     for (int attempt = 0;; ++attempt) {
       try {
-        owned_fd fd{connect_checked(r, deadline)};
+        protocol::owned_fd fd{connect_checked(r, deadline)};
         attached held = handshake(fd.fd, r);
         if (held.who.pid != r.pid)
           fail("it says it is pid " + std::to_string(held.who.pid));
-        set_timeouts(fd.fd, std::chrono::milliseconds(0)); // from here its reader blocks as on any worker
+        protocol::set_socket_timeouts(fd.fd, std::chrono::milliseconds(0)); // from here its reader blocks as on any worker
         found.push_back(found_worker{std::move(r), fd.release(), std::move(held)});
       } catch (const refused& e) {
         if (attempt < refusal_retries) {
