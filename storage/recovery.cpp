@@ -61,8 +61,10 @@ std::vector<open_question> find_open_questions(SQLite::Database& db, int64_t run
 }
 
 // The fields a question's requested event was announced with, as the agent
-// sent them: without the event's name and id, and without what the daemon
-// withholds from clients (a gateway approval's routing).
+// sent them: without the event's name and id, without what the daemon
+// withholds from clients (a gateway approval's routing), and without its
+// deadline, which is how long it had left when asked, not which question it is
+// (a TUI's clarify panel counts down).
 json asked_fields(json fields, const std::string& topic) {
   if (!fields.is_object())
     return json::object();
@@ -70,6 +72,7 @@ json asked_fields(json fields, const std::string& topic) {
   fields.erase(id_key_of(topic));
   fields.erase("agent_request_id");
   fields.erase("bridge_token");
+  fields.erase("timeout_ms");
   return fields;
 }
 

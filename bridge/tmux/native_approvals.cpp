@@ -99,6 +99,20 @@ void approval_watch::poll(const std::string& pane) {
   ask(*prompt);
 }
 
+std::optional<waiting_question> take_reopening(native_session::impl& s, const std::string& kind,
+                                               const std::string& body) {
+  auto identity = [](const std::string& text) { // a deadline is not which question it is
+    auto doc = nlohmann::json::parse(text, nullptr, false);
+    if (doc.is_object())
+      doc.erase("timeout_ms");
+    return doc;
+  };
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!s.reopening || s.reopening->kind != kind || identity(s.reopening->request) != identity(body))
+    return std::nullopt;
+  return std::exchange(s.reopening, std::nullopt);
+}
+
 std::string approval_request(const approval_prompt& prompt, const native_options& options) {
   auto offered = prompt.choices();
   nlohmann::json request;
@@ -119,13 +133,7 @@ void approval_watch::ask(const approval_prompt& prompt) {
   asked_row_ = newest_row(s_, 0);
   // The prompt an earlier daemon asked about, still showing: asked again
   // under the id the client knows (native_session::waiting_questions).
-  std::optional<waiting_question> again;
-  {
-    std::lock_guard<std::mutex> lock(s_.mu);
-    if (s_.reopening && s_.reopening->request == body)
-      again = std::exchange(s_.reopening, std::nullopt);
-  }
-  if (again) {
+  if (auto again = take_reopening(s_, "approval", body)) {
     asking_.ask(sink_, [q = *again](turn_sink& sink) { return sink.ask_again(q); });
     return;
   }

@@ -77,12 +77,12 @@ void clarify_watch::poll(const std::string& pane) {
 
 // The newest clarify call of this turn; the panel's own text when none is
 // found (choices unknown: an answer then goes through "Other").
-clarify_call clarify_watch::call_for(const clarify_panel& panel) {
+clarify_call clarify_call_for(native_session::impl& s, int64_t turn_row, const clarify_panel& panel) {
   std::optional<clarify_call> found;
   try {
-    auto sessions = s_.sessions();
-    for (int64_t after = turn_row_;;) {
-      auto rows = s_.state.rows_after(sessions, after);
+    auto sessions = s.sessions();
+    for (int64_t after = turn_row;;) {
+      auto rows = s.state.rows_after(sessions, after);
       for (const auto& row : rows)
         if (row.role == "assistant" && !row.tool_calls.empty())
           if (auto call = clarify_call_in(row.tool_calls); call && panel_shows(panel, *call))
@@ -102,23 +102,36 @@ clarify_call clarify_watch::call_for(const clarify_panel& panel) {
   return shown;
 }
 
+std::string clarify_request(const clarify_call& call, const clarify_panel& panel) {
+  nlohmann::json request;
+  request["question"] = call.question;
+  request["choices"] = call.choices.empty() ? nlohmann::json() : nlohmann::json(call.choices);
+  if (call.multi_select)
+    request["multi_select"] = true;
+  request["timeout_ms"] = static_cast<int64_t>(clarify_timeout_s(panel) * 1000);
+  request["harness"] = "native";
+  return protocol::dumps(request);
+}
+
+double clarify_timeout_s(const clarify_panel& panel) { return panel.countdown_s > 0 ? panel.countdown_s : unlimited_s; }
+
 bool clarify_watch::same_panel(const clarify_panel& panel) {
   return panel_shows(panel, asked_) && newest_row(s_, asked_row_) == asked_row_;
 }
 
 void clarify_watch::ask(const clarify_panel& panel) {
-  asked_ = call_for(panel);
+  asked_ = clarify_call_for(s_, turn_row_, panel);
   asked_row_ = newest_row(s_, 0);
   last_countdown_s_ = panel.countdown_s;
-  nlohmann::json request;
-  request["question"] = asked_.question;
-  request["choices"] = asked_.choices.empty() ? nlohmann::json() : nlohmann::json(asked_.choices);
-  if (asked_.multi_select)
-    request["multi_select"] = true;
-  double timeout = panel.countdown_s > 0 ? panel.countdown_s : unlimited_s;
-  request["timeout_ms"] = static_cast<int64_t>(timeout * 1000);
-  request["harness"] = "native";
-  asking_.ask(sink_, [body = protocol::dumps(request), timeout](turn_sink& sink) {
+  std::string body = clarify_request(asked_, panel);
+  double timeout = clarify_timeout_s(panel);
+  if (auto again = take_reopening(s_, "clarify", body)) {
+    again->request = body;
+    again->timeout_s = timeout; // the panel's countdown: what is left
+    asking_.ask(sink_, [q = *again](turn_sink& sink) { return sink.ask_again(q); });
+    return;
+  }
+  asking_.ask(sink_, [body = std::move(body), timeout](turn_sink& sink) {
     return sink.ask_clarify(body, timeout);
   });
 }

@@ -71,19 +71,25 @@ std::vector<waiting_question> native_session::waiting_questions() const {
   auto& s = *impl_;
   if (s.adopted_row == 0)
     return {};
-  std::optional<approval_prompt> prompt;
+  std::string pane;
   try {
-    prompt = parse_approval_prompt(s.tmux.capture());
+    pane = s.tmux.capture();
   } catch (const protocol::wire_error&) {
     return {}; // the TUI is gone: continue_turn says so
   }
-  if (!prompt)
+  std::optional<waiting_question> q;
+  if (auto prompt = parse_approval_prompt(pane))
+    // How long it has waited is the TUI's to know; the client's deadline starts again.
+    q = waiting_question{1, "approval", approval_request(*prompt, s.options), s.options.approval_timeout_s};
+  else if (auto panel = parse_clarify_panel(pane))
+    // Its countdown on the panel is what is left of its deadline.
+    q = waiting_question{1, "clarify", clarify_request(clarify_call_for(s, s.adopted_row, *panel), *panel),
+                         clarify_timeout_s(*panel)};
+  if (!q)
     return {};
-  // How long it has waited is the TUI's to know; the client's deadline starts again.
-  waiting_question q{1, "approval", approval_request(*prompt, s.options), s.options.approval_timeout_s};
   std::lock_guard<std::mutex> lock(s.mu);
   s.reopening = q;
-  return {q};
+  return {*q};
 }
 
 bool native_session::usable() const { return impl_->alive; }

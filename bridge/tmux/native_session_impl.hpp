@@ -145,6 +145,20 @@ int64_t newest_row(native_session::impl& s, int64_t unreadable);
 // What the client is asked for the approval prompt (its request JSON).
 std::string approval_request(const approval_prompt& prompt, const native_options& options);
 
+// The clarify call a panel shows (its tool call in state.db after the turn's
+// user row `turn_row`, else what the panel itself shows), and what the
+// client is asked for it, with the panel's countdown as its deadline.
+clarify_call clarify_call_for(native_session::impl& s, int64_t turn_row, const clarify_panel& panel);
+std::string clarify_request(const clarify_call& call, const clarify_panel& panel);
+// How long a clarify panel without a countdown is asked for.
+double clarify_timeout_s(const clarify_panel& panel);
+
+// The question `body` (a request JSON) is the one an earlier daemon asked
+// and the adopted turn's TUI still shows: taken, to be asked again under its
+// old id (native_session::waiting_questions).
+std::optional<waiting_question> take_reopening(native_session::impl& s, const std::string& kind,
+                                               const std::string& body);
+
 // A question the TUI shows, asked of the client on another thread (the
 // broker's answer blocks). Withdrawn when the TUI stops showing it.
 class terminal_question {
@@ -200,7 +214,6 @@ public:
   void poll(const std::string& pane);
 
 private:
-  clarify_call call_for(const clarify_panel& panel);
   bool same_panel(const clarify_panel& panel);
   void ask(const clarify_panel& panel);
   void answer(const std::string& text);

@@ -379,6 +379,22 @@ class NativeLifecycle(NativeFixture):
         resolved = events_named(done["seen_events"], "approval.resolved")
         self.assertEqual([(r["approval_id"], r["choice"]) for r in resolved], [(asked["approval_id"], "session")])
 
+    def test_a_clarify_panel_showing_at_a_kill_9_is_answered_after_the_restart_under_its_id(self):
+        run_id = self.chat("n-cl", "clarify Which colour? / red,blue")["run_id"]
+        asked = self.bridge.wait_event(run_id, "clarify.requested", timeout=20)
+        self.bridge.proc.send_signal(signal.SIGKILL)
+        self.bridge.proc.wait(10)
+        time.sleep(1)  # the panel counts down meanwhile
+        self.bridge = self.start_bridge()
+        answer = self.bridge.request({"action": "clarify_respond", "clarify_id": asked["clarify_id"],
+                                      "response": "blue"})
+        self.assertTrue(answer["resolved"], answer)
+        done = self.bridge.wait_done(run_id, timeout=20)
+        self.assertEqual(done["status"], "complete", done)
+        self.assertTrue(done["seen_text"].endswith("clarified: blue"), done)
+        self.assertEqual([e["clarify_id"] for e in events_named(done["seen_events"], "clarify.requested")],
+                         [asked["clarify_id"]])
+
     def test_sigterm_lets_a_live_turn_go_on_in_the_tui(self):
         run_id = self.chat("n-term", "slow 4")["run_id"]
         self.wait_for(lambda: "slow 4" in self.user_rows(), what="user row")

@@ -312,7 +312,7 @@ class RealTui(unittest.TestCase):
         new.dir, new.home, new.endpoint = old.dir, old.home, old.endpoint
         type(self).bridge = new.start()
 
-    def test_16_a_turn_and_a_prompt_live_at_a_kill_9_go_on_after_the_restart(self):
+    def test_16_a_turn_and_the_questions_live_at_a_kill_9_go_on_after_the_restart(self):
         run_id = self.chat("tool sleep 4")
         self.bridge.wait_event(run_id, "tool.started", timeout=60)
         self.restart_after_kill_9()
@@ -331,6 +331,15 @@ class RealTui(unittest.TestCase):
         done = self.bridge.wait_done(run_id, timeout=60)
         self.assertIn("exit_code\": 0", done["output"])
         self.assertEqual(len(events_named(done["seen_events"], "approval.requested")), 1)
+        run_id = self.chat("clarify Which colour? / red,blue")
+        asked = self.bridge.wait_event(run_id, "clarify.requested", timeout=60)
+        self.restart_after_kill_9()
+        answer = self.bridge.request({"action": "clarify_respond", "clarify_id": asked["clarify_id"],
+                                      "response": "blue"})
+        self.assertTrue(answer["resolved"], answer)
+        done = self.bridge.wait_done(run_id, timeout=60)
+        self.assertEqual(self.user_response(done), "blue")
+        self.assertEqual(len(events_named(done["seen_events"], "clarify.requested")), 1)
 
 
 if __name__ == "__main__":
