@@ -25,7 +25,7 @@ typename Inspector::result_type inspect(Inspector& f, waiting_question& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, reopened_question& x) {
-  return f(caf::meta::type_name("reopened_question"), x.ask, x.id);
+  return f(caf::meta::type_name("reopened_question"), x.ask, x.id, x.due_at);
 }
 
 template <class Inspector>

@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <algorithm>
 #include <map>
 #include <thread>
 
@@ -95,12 +96,17 @@ public:
   // number for them: set before the turn is continued.
   void reopen(const std::vector<storage::reopened_question>& reopened) {
     for (const auto& q : reopened)
-      reopened_[q.ask] = q.id;
+      reopened_[q.ask] = q;
   }
 
-  std::string ask_again(const bridge::waiting_question& q) override {
+  // A question the log announced keeps the deadline it was announced with,
+  // counted from then, whatever the host says is left (a TUI cannot say).
+  std::string ask_again(const bridge::waiting_question& asked) override {
+    auto q = asked;
     auto it = reopened_.find(q.ask);
-    std::string id = it == reopened_.end() ? std::string() : it->second;
+    std::string id = it == reopened_.end() ? std::string() : it->second.id;
+    if (it != reopened_.end() && it->second.due_at > 0)
+      q.timeout_s = std::max(0.0, std::min(q.timeout_s, it->second.due_at - now_seconds()));
     if (q.kind == "gateway") {
       caf::anon_send(broker_, gateway_approval_asked{run_id_, session_id_, q.request,
                                                      static_cast<int64_t>(millis(q.timeout_s).count()), id});
@@ -139,7 +145,7 @@ private:
   std::string session_id_;
   std::shared_ptr<run_output> output_; // to the writer, in order (run_output.hpp)
   std::atomic<bool> closed_{false};
-  std::map<uint64_t, std::string> reopened_; // written before the turn continues, read after
+  std::map<uint64_t, storage::reopened_question> reopened_; // written before the turn continues, read after
 };
 
 // The end of every run: the session learns the turn is over, open questions

@@ -18,6 +18,7 @@ struct open_question {
   std::string topic; // "approval", "compression" or "clarify"
   std::string id;
   json requested;
+  double at = 0; // when it was announced
 };
 
 const char* id_key_of(const std::string& topic) {
@@ -28,7 +29,7 @@ const char* id_key_of(const std::string& topic) {
 std::vector<open_question> find_open_questions(SQLite::Database& db, int64_t run_no) {
   std::vector<open_question> open;
   SQLite::Statement scan(db,
-    "SELECT body FROM events WHERE run_no=? AND (body LIKE '{\"event\": \"approval.%'"
+    "SELECT body, at FROM events WHERE run_no=? AND (body LIKE '{\"event\": \"approval.%'"
     " OR body LIKE '{\"event\": \"bridge.compression.%' OR body LIKE '{\"event\": \"clarify.%')"
     " ORDER BY seq");
   scan.bind(1, run_no);
@@ -48,7 +49,7 @@ std::vector<open_question> find_open_questions(SQLite::Database& db, int64_t run
     if (name == "approval.requested" || name == "bridge.compression.requested" || name == "clarify.requested") {
       std::string topic = name == "approval.requested" ? "approval" : name == "clarify.requested" ? "clarify" : "compression";
       std::string id = ev.value(id_key_of(topic), "");
-      open.push_back(open_question{std::move(topic), std::move(id), std::move(ev)});
+      open.push_back(open_question{std::move(topic), std::move(id), std::move(ev), scan.getColumn(1).getDouble()});
     } else if (name == "approval.resolved") {
       settle("approval", ev);
     } else if (name == "bridge.compression.completed" || name == "bridge.compression.failed") {
@@ -122,7 +123,9 @@ std::vector<reopened_question> match_waiting_questions(SQLite::Database& db, int
     std::string topic = topic_of(w.kind);
     for (auto it = open.begin(); it != open.end(); ++it) {
       if (it->topic == topic && asked_fields(it->requested, topic) == asked_fields(asked, topic)) {
-        matched.push_back(reopened_question{w.ask, it->id});
+        auto timeout_ms = it->requested.value("timeout_ms", json());
+        double due_at = timeout_ms.is_number() ? it->at + timeout_ms.get<double>() / 1000 : 0;
+        matched.push_back(reopened_question{w.ask, it->id, due_at});
         open.erase(it);
         break;
       }

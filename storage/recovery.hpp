@@ -48,6 +48,7 @@ struct waiting_question {
 struct reopened_question {
   uint64_t ask = 0;
   std::string id;
+  double due_at = 0; // when its deadline as announced runs out (seconds since the epoch; 0: none announced)
 };
 
 // Pairs each waiting question with the open question of the log that

@@ -379,6 +379,25 @@ class NativeLifecycle(NativeFixture):
         resolved = events_named(done["seen_events"], "approval.resolved")
         self.assertEqual([(r["approval_id"], r["choice"]) for r in resolved], [(asked["approval_id"], "session")])
 
+    def test_an_approval_pending_at_a_kill_9_keeps_the_deadline_it_was_asked_with(self):
+        # 6 s to live; 3 of them pass with no daemon: denied about 3 s after
+        # the restart, not 6.
+        self.bridge.stop()
+        self.bridge = self.start_bridge(args=["--native-approval-timeout-s", "6"])
+        run_id = self.chat("n-due", "danger rm -rf /tmp/scratch")["run_id"]
+        asked = self.bridge.wait_event(run_id, "approval.requested", timeout=20)
+        asked_at = time.monotonic()
+        self.bridge.proc.send_signal(signal.SIGKILL)
+        self.bridge.proc.wait(10)
+        time.sleep(3)
+        self.bridge = self.start_bridge(args=["--native-approval-timeout-s", "6"])
+        done = self.bridge.wait_done(run_id, timeout=30)
+        resolved = events_named(done["seen_events"], "approval.resolved")
+        self.assertEqual([(r["approval_id"], r["choice"], r.get("reason")) for r in resolved],
+                         [(asked["approval_id"], "deny", "timeout")])
+        self.assertIn("approval: deny", done["seen_text"])
+        self.assertLess(time.monotonic() - asked_at, 8.5)  # a fresh 6 s after the restart ends past 9 s
+
     def test_a_clarify_panel_showing_at_a_kill_9_is_answered_after_the_restart_under_its_id(self):
         run_id = self.chat("n-cl", "clarify Which colour? / red,blue")["run_id"]
         asked = self.bridge.wait_event(run_id, "clarify.requested", timeout=20)

@@ -326,8 +326,10 @@ TEST_CASE("questions a surviving worker's agent still waits on stay open under t
   REQUIRE(continued->reopened.size() == 2);
   CHECK(continued->reopened[0].ask == 5);
   CHECK(continued->reopened[0].id == "a2");
+  CHECK(continued->reopened[0].due_at == Approx(62.2)); // announced at 2.2 with 60 s to live
   CHECK(continued->reopened[1].ask == 6);
   CHECK(continued->reopened[1].id == "c1");
+  CHECK(continued->reopened[1].due_at == 0); // announced with no deadline
   w.commit();
   hb::storage::log_reader r(dir.file("events.db"));
   auto run = r.read_run("r", 0, 0);
