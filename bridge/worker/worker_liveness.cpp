@@ -6,8 +6,9 @@
 // daemon and its idle workers stay quiet: each beat wakes both); any frame
 // read from the worker counts as an answer. Silent past a beat and a half
 // (of the current pace), it shows as unresponsive in health; silent for
-// `unresponsive_after`, it is killed, and its death settles its runs and
-// sessions as any death does (worker_process::died).
+// `unresponsive_after` (and using no CPU: see busy_allowance), it is killed,
+// and its death settles its runs and sessions as any death does
+// (worker_process::died).
 #include "bridge/worker/worker_events.hpp"
 #include "bridge/worker/worker_process.hpp"
 
@@ -18,6 +19,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <utility>
 
 namespace hb::bridge::worker {
@@ -41,6 +45,33 @@ std::string seconds_text(std::chrono::milliseconds ms) {
 
 // How soon acknowledgements that could not be sent (the socket busy) are tried again.
 constexpr std::chrono::milliseconds ack_retry{20};
+
+// A silent worker that keeps using the CPU is working, not hung (encoding a
+// turn's 100 MB outcome holds the GIL for seconds on a loaded machine, and
+// its heartbeat replies wait behind it); it is given this many times
+// --worker-unresponsive-s before it is killed all the same (a loop that never
+// ends). A deadlock, SIGSTOP or a blocking call uses none.
+constexpr int busy_allowance = 6;
+
+// The CPU time the process has used, in clock ticks; 0 when unreadable.
+uint64_t cpu_ticks(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  auto close = line.rfind(')');
+  if (close == std::string::npos)
+    return 0;
+  std::istringstream fields(line.substr(close + 2));
+  std::string field;
+  uint64_t utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) { // (3) state ... (14) utime, (15) stime
+    if (i == 14)
+      utime = std::strtoull(field.c_str(), nullptr, 10);
+    else if (i == 15)
+      stime = std::strtoull(field.c_str(), nullptr, 10);
+  }
+  return utime + stime;
+}
 
 const char* signal_name(int sig) {
   switch (sig) {
@@ -133,6 +164,14 @@ bool worker_process::send_acks(std::map<uint64_t, uint64_t>& acks) {
 void worker_process::watch() {
   uint64_t beat = 0;
   auto silent_for = [&] { return std::chrono::nanoseconds(now_ns() - last_heard_ns_.load()); };
+  uint64_t cpu_seen = cpu_ticks(pid_);
+  // Whether it used the CPU since the last beat.
+  auto working = [&] {
+    uint64_t now = cpu_ticks(pid_);
+    bool used = now > cpu_seen;
+    cpu_seen = now;
+    return used;
+  };
   auto next_beat = steady::now();
   std::unique_lock<std::mutex> lock(mu_);
   while (alive_) {
@@ -162,8 +201,10 @@ void worker_process::watch() {
     if (reader_busy_)
       heard(); // we are not reading it: its silence says nothing
     auto silent = silent_for();
-    if (silent >= unresponsive_after_) {
-      kill_unresponsive("unresponsive for " + seconds_text(unresponsive_after_));
+    bool busy = working();
+    if (silent >= unresponsive_after_ && !(busy && silent < busy_allowance * unresponsive_after_)) {
+      kill_unresponsive("unresponsive for " + seconds_text(busy ? busy_allowance * unresponsive_after_
+                                                                : unresponsive_after_));
     } else {
       if (silent > pace + pace / 2)
         unresponsive_ = true;
