@@ -48,6 +48,10 @@ void wake_checkpointer();
 // own, which the writer refuses for a closed run as before.
 void send_run_output(const caf::actor& writer, const std::string& run_id, run_output* queue, bool is_event,
                      std::string text, double at, uint64_t seq = 0);
+// Deltas numbered first_seq, first_seq + 1, ... of a live run, queued at
+// once (a worker's `texts` frame): one lock and at most one message.
+void send_run_deltas(const caf::actor& writer, const std::string& run_id, run_output& queue,
+                     std::vector<std::string> texts, double at, uint64_t first_seq);
 
 // Appends are applied as they arrive and committed once the mailbox runs dry
 // or the batch is large, so one streaming run commits every delta at once

@@ -9,11 +9,13 @@ namespace hb::actors::log_operations {
 
 namespace {
 
-std::string stream_delta_event(const std::string& text) {
-  std::string body = "{\"event\": \"stream.delta\", \"delta\": ";
+constexpr std::string_view stream_delta_prefix = "{\"event\": \"stream.delta\", \"delta\": ";
+
+// Into `body`, whose buffer is reused from one delta to the next.
+void stream_delta_event(std::string& body, const std::string& text) {
+  body.assign(stream_delta_prefix);
   protocol::append_quoted(body, text);
   body += '}';
-  return body;
 }
 
 } // namespace
@@ -27,8 +29,23 @@ operation open_run(std::string run_id, std::string session_id, double started_at
 
 operation append_delta(std::string run_id, std::string text, double at) {
   return [run_id = std::move(run_id), at, text = std::move(text)](storage::log_writer& w) {
-    if (w.append_delta(run_id, text, at))
-      w.append_event(run_id, stream_delta_event(text), at);
+    if (w.append_delta(run_id, text, at)) {
+      std::string body;
+      stream_delta_event(body, text);
+      w.append_event(run_id, body, at);
+    }
+  };
+}
+
+operation append_deltas(std::string run_id, std::vector<timed_text> deltas) {
+  return [run_id = std::move(run_id), deltas = std::move(deltas)](storage::log_writer& w) {
+    std::string body;
+    for (const auto& d : deltas) {
+      if (!w.append_delta(run_id, d.text, d.at))
+        return; // not open: none of them is
+      stream_delta_event(body, d.text);
+      w.append_event(run_id, body, d.at);
+    }
   };
 }
 

@@ -12,6 +12,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace hb::actors::log_operations {
 
@@ -20,6 +21,13 @@ using operation = log_batches::operation;
 operation open_run(std::string run_id, std::string session_id, double started_at, std::string user_message);
 // The delta, and its stream.delta event; nothing for a run that is not open.
 operation append_delta(std::string run_id, std::string text, double at);
+// Deltas that follow each other, each with its stream.delta event: one
+// operation (one allocation, one run lookup) for what a queue held.
+struct timed_text {
+  std::string text;
+  double at;
+};
+operation append_deltas(std::string run_id, std::vector<timed_text> deltas);
 operation append_event(std::string run_id, std::string body, double at);
 operation close_run(std::string run_id, std::string status, std::optional<std::string> result,
                     std::optional<std::string> error, double ended_at);

@@ -28,6 +28,9 @@ namespace hb::actors {
 namespace {
 
 constexpr std::chrono::seconds retry_period{1};
+// A queue's deltas go to the log in operations of at most this many: few
+// allocations, and still small steps for a retry after a failed write.
+constexpr size_t max_deltas_per_operation = 1024;
 
 struct confirmation {
   caf::response_promise promise;
@@ -182,19 +185,39 @@ log_batches::applied apply_event(writer_actor* self, const std::string& run_id, 
   return apply(self, log_operations::append_event(run_id, std::move(body), at), bytes, &run_id);
 }
 
+// Deltas that followed each other in a run's queue, as one operation.
+void apply_deltas(writer_actor* self, const std::string& run_id, std::vector<log_operations::timed_text>& deltas,
+                  int64_t bytes) {
+  if (deltas.empty())
+    return;
+  note_output_moved(static_cast<size_t>(bytes));
+  auto outcome = apply(self, log_operations::append_deltas(run_id, std::exchange(deltas, {})),
+                       2 * static_cast<size_t>(bytes), &run_id); // each delta and its stream.delta event
+  self->state.batches->count_output(outcome, bytes);
+}
+
 void write_queued(writer_actor* self, const std::string& run_id, const std::shared_ptr<run_output>& queue,
                   std::vector<run_output::item> items) {
   if (items.empty())
     return;
   touch(self, run_id);
   uint64_t last_seq = 0;
+  std::vector<log_operations::timed_text> deltas;
+  int64_t delta_bytes = 0;
   for (auto& item : items) {
     auto size = static_cast<int64_t>(item.text.size());
     last_seq = std::max(last_seq, item.seq);
-    auto outcome = item.is_event ? apply_event(self, run_id, std::move(item.text), item.at)
-                                 : apply_delta(self, run_id, std::move(item.text), item.at);
-    self->state.batches->count_output(outcome, size);
+    if (!item.is_event) {
+      deltas.push_back({std::move(item.text), item.at});
+      delta_bytes += size;
+      if (deltas.size() < max_deltas_per_operation)
+        continue;
+    }
+    apply_deltas(self, run_id, deltas, std::exchange(delta_bytes, 0)); // in their place, before the event
+    if (item.is_event)
+      self->state.batches->count_output(apply_event(self, run_id, std::move(item.text), item.at), size);
   }
+  apply_deltas(self, run_id, deltas, delta_bytes);
   if (last_seq > 0) {
     // Applied, held for a retry or refused alike: a commit (or the retry's)
     // settles them, and a refused item is one the log will never hold, so

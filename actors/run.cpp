@@ -48,6 +48,11 @@ public:
       send_run_output(writer_, run_id_, output_.get(), false, std::move(text), now_seconds(), seq);
   }
 
+  void numbered_deltas(std::vector<std::string> texts, uint64_t first_seq) override {
+    if (!closed_.load(std::memory_order_relaxed))
+      send_run_deltas(writer_, run_id_, *output_, std::move(texts), now_seconds(), first_seq);
+  }
+
   void numbered_event(std::string json, uint64_t seq) override {
     if (!closed_.load(std::memory_order_relaxed))
       send_run_output(writer_, run_id_, output_.get(), true, protocol::checked_event_json(std::move(json)),

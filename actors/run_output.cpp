@@ -15,6 +15,17 @@ run_output::pushed run_output::push(bool is_event, std::string text, double at, 
   return items_.size() == 1 ? pushed::first : pushed::more;
 }
 
+run_output::pushed run_output::push_deltas(std::vector<std::string>& texts, double at, uint64_t first_seq) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (closed_)
+    return pushed::refused;
+  bool was_empty = items_.empty();
+  for (auto& text : texts)
+    items_.push_back(item{false, std::move(text), at, first_seq++});
+  texts.clear();
+  return was_empty ? pushed::first : pushed::more;
+}
+
 void run_output::on_committed(std::function<void(uint64_t)> told) {
   std::lock_guard<std::mutex> lock(mu_);
   told_ = std::move(told);

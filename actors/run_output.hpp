@@ -37,6 +37,8 @@ public:
   // the run is closed in the log, the item is dropped (a thread the turn
   // left behind).
   pushed push(bool is_event, std::string text, double at, uint64_t seq = 0);
+  // Deltas numbered first_seq on, under one lock; `texts` is left empty.
+  pushed push_deltas(std::vector<std::string>& texts, double at, uint64_t first_seq);
   std::vector<item> take();
   // Takes what is left and refuses everything after.
   std::vector<item> close();

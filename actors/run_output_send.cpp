@@ -37,4 +37,17 @@ void send_run_output(const caf::actor& writer, const std::string& run_id, run_ou
   }
 }
 
+void send_run_deltas(const caf::actor& writer, const std::string& run_id, run_output& queue,
+                     std::vector<std::string> texts, double at, uint64_t first_seq) {
+  int64_t size = 0;
+  for (const auto& text : texts)
+    size += static_cast<int64_t>(text.size());
+  auto pushed = queue.push_deltas(texts, at, first_seq);
+  if (pushed == run_output::pushed::refused)
+    return; // the run is closed: dropped, as the log would refuse them
+  writer_backlog_add(size);
+  if (pushed == run_output::pushed::first)
+    caf::anon_send(writer, run_output_queued{run_id});
+}
+
 } // namespace hb::actors

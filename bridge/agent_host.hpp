@@ -43,6 +43,11 @@ public:
   // plain calls above.
   virtual void numbered_delta(std::string text, uint64_t seq) { (void)seq; delta(std::move(text)); }
   virtual void numbered_event(std::string json, uint64_t seq) { (void)seq; event(std::move(json)); }
+  // Deltas numbered first_seq, first_seq + 1, ... (a worker's `texts` frame).
+  virtual void numbered_deltas(std::vector<std::string> texts, uint64_t first_seq) {
+    for (auto& text : texts)
+      numbered_delta(std::move(text), first_seq++);
+  }
   virtual void on_committed(std::function<void(uint64_t seq)> told) { (void)told; }
   // True while the daemon has more of this host's output to write than it
   // wants to hold; the host then calls wait_for_room() (without any lock the

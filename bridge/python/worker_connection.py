@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import queue
 import socket
 import threading
 import time
-from typing import TYPE_CHECKING, Any, BinaryIO, Callable
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterator
 
 import worker_frames as frames
 
@@ -19,17 +20,26 @@ if TYPE_CHECKING:
 
 
 class Connection:
-    """The socket to the daemon. Senders only append a frame's fields to a
-    list under one lock, in the order the frames are made; the writer
-    thread takes everything that piled up meanwhile, encodes it in one go
-    (a turn's frames that follow each other as one `batch` frame) and sends
-    it in one system call. So a busy worker pays one encoding call, one
-    frame for the daemon to parse and one write per batch rather than per
-    delta, and its 64 turn threads hold the lock for a list append only. An
-    idle writer sends a lone frame at once: batches form only from what
-    waits anyway. The lock is re-entrant so that resolve_gateway can hold
-    it across the call that wakes an agent thread (see
-    Worker.resolve_gateway).
+    """The socket to the daemon, and the frames on their way to it.
+
+    A streaming turn's `text` and `event` frames take no lock: the agent's
+    thread appends them to `incoming` (a deque, whose append is one call that
+    never waits for another thread), wakes the writer if it sleeps, and goes
+    on. The writer thread takes
+    everything that piled up, numbers each turn's frames (`seq`) in the order
+    they were put, keeps them until the daemon says its log holds them, and
+    sends them encoded in one go (worker_frames.encode_items: a turn's
+    texts that follow each other as one `texts` frame, the turn frames of a
+    round as one `batch`) in one system call. A lock on the hot path made 64
+    turn threads queue behind whichever of them the GIL had just paused while
+    it held the lock: 25 us of CPU per delta instead of 1 to 2.
+
+    Everything else (questions, a turn's end, replies, heartbeats, attaching
+    and acknowledgements) goes under `lock`, after numbering what is on
+    `incoming`, so a frame sent under the lock comes after every frame put
+    before it and `seq` is exact while the lock is held. The lock is
+    re-entrant so that resolve_gateway can hold it (`gate()`) across the
+    call that wakes an agent thread.
 
     A worker that may outlive its daemon (`outlives_daemon`) has no socket
     while it is an orphan (`sock` is None): its turns' frames are only kept,
@@ -46,57 +56,72 @@ class Connection:
     # would need again. Past this many bytes (about) kept, senders wait as
     # for a full queue.
     UNACKED_LIMIT = 64 << 20
+    # A turn's frames put but not yet taken by the writer (it is busy
+    # sending), past which that turn's senders wait for it.
+    TURN_BACKLOG = 1 << 20
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock: socket.socket | None = sock
         self.inbox: BinaryIO | None = sock.makefile("rb")
         self.lock = threading.RLock()
         self.cond = threading.Condition(self.lock)
-        self.queue: list[dict[str, Any]] = []
+        # (turn, kind, payload, size) put by agent threads; taken only under the lock.
+        self.incoming: collections.deque = collections.deque()
+        self.wakeups: queue.SimpleQueue = queue.SimpleQueue()  # what the idle writer waits on
+        self.queue: list[tuple] = []  # numbered frames to send: (turn id or 0, seq, kind, payload)
         self.queued = 0  # about the bytes in self.queue
         self.blocked = 0  # senders waiting for room
-        self.idle = False  # the writer waits for frames
+        self.writer_idle = False  # the writer waits on `wakeups`: the next frame wakes it
+        self.full = False  # the queue or the kept frames are over their bound: senders go the slow way and wait
+        self.gated = False  # gate(): a turn's next frame waits for the lock
         self.broken = False
         self.outlives_daemon = False  # a lost socket makes an orphan, not a dead connection
         self.draining = False  # told by a daemon of another version: no daemon will come; frames go nowhere
         self.sending: socket.socket | None = None  # the socket the writer is writing to
         self.retired: list[socket.socket] = []  # lost sockets to close once the writer is off them
-        self.unacked: dict[int, collections.deque] = {}  # turn -> (seq, body, size), oldest first
+        self.unacked: dict[int, collections.deque] = {}  # turn -> (seq, frame, size), oldest first
         self.unacked_bytes = 0
         self.unacked_frames = 0
         self.turns: dict[int, "Turn"] = {}  # every turn live or with kept frames: what an attach is told
         threading.Thread(target=self._send_loop, name="hermes-bridge-frames", daemon=True).start()
 
+    # -- a turn's stream: no lock ------------------------------------------------
+    def send_text(self, turn: "Turn", text: str) -> bool:
+        """One delta of the turn's text: the frame a streaming agent sends
+        thousands of times a second."""
+        return self._put(turn, "text", text, len(text) + frames.FRAME_OVERHEAD)
+
+    def send_event(self, turn: "Turn", json_text: str) -> bool:
+        return self._put(turn, "event", {"json": json_text}, len(json_text) + frames.FRAME_OVERHEAD)
+
+    def _put(self, turn: "Turn", kind: str, payload: Any, size: int) -> bool:
+        if turn.closed or self.broken or self.draining:
+            return False  # a thread the turn left behind, or nobody will ever read it
+        if self.full or self.gated or turn.put_bytes - turn.taken_bytes > self.TURN_BACKLOG:
+            with self.lock:
+                return self._send_locked(turn, kind, payload, size)
+        # Counted by the turn's own threads only; taken_bytes by the writer only.
+        turn.put_bytes += size
+        self.incoming.append((turn, kind, payload, size))
+        self._wake()  # after the append: a writer going idle looks at `incoming` after saying so
+        return True
+
+    # -- everything else: under the lock ------------------------------------------
     # Positional-only: an ask frame has a field named "kind".
     def send(self, frame_kind: str, /, **fields: Any) -> bool:
-        body = {"t": frame_kind, **fields}
         with self.lock:
-            return self._queue(body, frames.size_hint(body))
+            self._take_incoming()
+            return self._queue((0, 0, frame_kind, fields), frames.size_hint(fields) + len(frame_kind))
 
     def track(self, turn: "Turn") -> None:
         with self.lock:
             self.turns[turn.turn_id] = turn
 
     def send_for(self, turn: "Turn", frame_kind: str, /, **fields: Any) -> bool:
-        """A turn's frame, numbered in the order it is queued."""
-        size = frames.size_hint(fields) + len(frame_kind)
+        """A turn's frame, numbered now: `turn.seq` is its seq while the
+        caller holds the lock."""
         with self.lock:
-            if not self._room_for(turn, size):
-                return False  # a thread the turn left behind, or nobody will ever read it
-            turn.seq += 1
-            self._keep(turn, {"t": frame_kind, "turn": turn.turn_id, "seq": turn.seq, **fields}, size)
-            return True
-
-    def send_text(self, turn: "Turn", text: str) -> bool:
-        """send_for(turn, "text", text=text), without the keyword dance: the
-        one frame a streaming agent sends thousands of times a second."""
-        size = len(text) + frames.FRAME_OVERHEAD
-        with self.lock:
-            if not self._room_for(turn, size):
-                return False
-            turn.seq += 1
-            self._keep(turn, {"t": "text", "turn": turn.turn_id, "seq": turn.seq, "text": text}, size)
-            return True
+            return self._send_locked(turn, frame_kind, fields, frames.size_hint(fields) + len(frame_kind))
 
     def end_turn(self, turn: "Turn", **fields: Any) -> None:
         """The turn's `turn_end`, and nothing of the turn after it."""
@@ -108,33 +133,74 @@ class Connection:
             if self.draining:
                 self.cond.notify_all()  # wait_for_daemon counts the live turns
 
+    @contextlib.contextmanager
+    def gate(self) -> Iterator[None]:
+        """Holds the lock, and makes every turn's next frame wait for it: a
+        frame an agent thread writes after a call made under the gate comes
+        after what the caller sends under it (Worker.resolve_gateway)."""
+        with self.lock:
+            self.gated = True
+            try:
+                yield
+            finally:
+                self.gated = False
+
+    def _send_locked(self, turn: "Turn", kind: str, payload: Any, size: int) -> bool:
+        self._take_incoming()  # what the turn put before comes first
+        if not self._room_for(turn, size):
+            return False
+        self._number(turn, kind, payload, size)
+        return True
+
     def _room_for(self, turn: "Turn", size: int) -> bool:
-        # The wait comes before the frame gets its seq: a turn's frames are
-        # queued and kept in seq order whichever of its threads wakes first.
         if size > frames.MAX_FRAME_BYTES:  # the sender's error, as when it encoded its own frames
             raise frames.FrameError(f"frame of about {size} bytes is over the limit")
-        while (self.queued > self.QUEUE_LIMIT or self.unacked_bytes > self.UNACKED_LIMIT) and not (
-                self.broken or turn.closed or self.draining):
+        while self.full and not (self.broken or turn.closed or self.draining):
             self.blocked += 1
             self.cond.wait(1.0)
             self.blocked -= 1
+            self._take_incoming()
         return not (self.broken or turn.closed or self.draining)
 
-    def _keep(self, turn: "Turn", body: dict[str, Any], size: int) -> None:
-        """Queues a turn's frame unless nobody may have it yet, and keeps it
-        until it is committed."""
+    def _take_incoming(self) -> None:
+        """Numbers (and keeps, and queues) what agent threads put, in the order
+        they put it. Under the lock: nothing else takes from `incoming`."""
+        took = False
+        while self.incoming:
+            turn, kind, payload, size = self.incoming.popleft()
+            turn.taken_bytes += size
+            took = True
+            if not (turn.closed or self.broken or self.draining):
+                self._number(turn, kind, payload, size)
+        if took and self.blocked:
+            self.cond.notify_all()  # a turn over its backlog may go on
+
+    def _number(self, turn: "Turn", kind: str, payload: Any, size: int) -> None:
+        """Gives a turn's frame its seq, queues it unless nobody may have it
+        yet, and keeps it until it is committed."""
+        turn.seq += 1
+        frame = (turn.turn_id, turn.seq, kind, payload)
         if not turn.held and self.sock is not None:
-            self.queue.append(body)
+            self.queue.append(frame)
             self.queued += size
-            if self.idle:
-                self.idle = False
-                self.cond.notify_all()
+            self._wake()
         kept = self.unacked.get(turn.turn_id)
         if kept is None:
             kept = self.unacked[turn.turn_id] = collections.deque()
-        kept.append((turn.seq, body, size))
+        kept.append((turn.seq, frame, size))
         self.unacked_bytes += size
         self.unacked_frames += 1
+        self._update_full()
+
+    def _update_full(self) -> None:
+        self.full = self.queued > self.QUEUE_LIMIT or self.unacked_bytes > self.UNACKED_LIMIT
+
+    def _wake(self) -> None:
+        """The writer, if it waits for frames, looks again. (Two threads may
+        both wake it: it then looks once more for nothing.)"""
+        if self.writer_idle:
+            self.writer_idle = False
+            self.wakeups.put(None)
 
     def committed(self, turn_id: int, seq: int) -> None:
         """The daemon's event log holds `turn_id`'s frames up to `seq`."""
@@ -154,6 +220,7 @@ class Connection:
             turn = self.turns.get(turn_id)
             if turn is not None and turn.closed:
                 del self.turns[turn_id]
+        self._update_full()
         if self.blocked:
             self.cond.notify_all()  # room for senders waiting on the bound
 
@@ -161,18 +228,20 @@ class Connection:
         """An attached daemon follows a held turn: what it lacks is queued now,
         under the lock, so the turn's next frames can only come after it."""
         with self.lock:
+            self._take_incoming()
             turn = self.turns.get(turn_id)
             if turn is None or not turn.held:
                 return  # not one it was told of, or resumed already: sending again would repeat frames
             self._let_go(turn_id, after)
             turn.held = False
-            for _, body, size in self.unacked.get(turn_id, ()):
-                self._queue(body, size, wait=False)  # the reading thread never waits for room
+            for _, frame, size in self.unacked.get(turn_id, ()):
+                self._queue(frame, size, wait=False)  # the reading thread never waits for room
 
     def drop(self, turn_id: int) -> bool:
         """An attached daemon will not follow this turn: nothing more of it is
         kept or sent. False if there was no such turn."""
         with self.lock:
+            self._take_incoming()
             turn = self.turns.pop(turn_id, None)
             if turn is None:
                 return False
@@ -183,25 +252,23 @@ class Connection:
     def send_now(self, frame_kind: str, /, **fields: Any) -> bool:
         """A frame that does not wait for room (a heartbeat's reply: tiny, and
         it must not look like a hung worker while the daemon reads slowly)."""
-        body = {"t": frame_kind, **fields}
         with self.lock:
-            return self._queue(body, frames.FRAME_OVERHEAD, wait=False)
+            return self._queue((0, 0, frame_kind, fields), frames.FRAME_OVERHEAD, wait=False)
 
-    def _queue(self, body: dict[str, Any], size: int, wait: bool = True) -> bool:
+    def _queue(self, frame: tuple, size: int, wait: bool = True) -> bool:
         if size > frames.MAX_FRAME_BYTES:
             raise frames.FrameError(f"frame of about {size} bytes is over the limit")
-        while wait and (self.queued > self.QUEUE_LIMIT or self.unacked_bytes > self.UNACKED_LIMIT) and not (
-                self.broken or self.sock is None):
+        while wait and self.full and not (self.broken or self.sock is None):
             self.blocked += 1
             self.cond.wait(1.0)
             self.blocked -= 1
+            self._take_incoming()
         if self.broken or self.sock is None:
             return False  # an orphan's reply or warm: its asker is gone
-        self.queue.append(body)
+        self.queue.append(frame)
         self.queued += size
-        if self.idle:
-            self.idle = False
-            self.cond.notify_all()
+        self._update_full()
+        self._wake()
         return True
 
     # -- losing and finding a daemon ------------------------------------------
@@ -212,6 +279,7 @@ class Connection:
             lost, lost_inbox, self.sock, self.inbox = self.sock, self.inbox, None, None
             self.queue.clear()
             self.queued = 0
+            self._update_full()
             if lost_inbox is not None:
                 lost_inbox.close()  # the reading thread, which calls this, is done with it
             if lost is not None:
@@ -238,13 +306,15 @@ class Connection:
         with self.cond:
             if self.sock is not None or self.broken or self.draining:
                 return False
+            self._take_incoming()
             first = describe()
             for turn in self.turns.values():
                 turn.held = True
             self.sock, self.inbox = sock, sock.makefile("rb")
-            self.queue = [first]
+            self.queue = [(0, 0, first.pop("t"), first)]
             self.queued = frames.size_hint(first)
-            self.idle = False
+            self._update_full()
+            self._wake()
             self.cond.notify_all()
             return True
 
@@ -283,17 +353,28 @@ class Connection:
     def _send_loop(self) -> None:
         while True:
             with self.cond:
-                while not self.queue or self.sock is None:
-                    self.idle = True
-                    self.cond.wait()
-                sock = self.sock
-                bodies, self.queue, self.queued = self.queue, [], 0
-                self.sending = sock
-                if self.blocked:
-                    self.cond.notify_all()  # room for blocked senders
+                self.writer_idle = False
+                self._take_incoming()
+                if not self.queue or self.sock is None:
+                    sock = None
+                    self.writer_idle = True
+                    self.cond.notify_all()  # drain() may be waiting for this
+                else:
+                    sock = self.sock
+                    bodies, self.queue, self.queued = self.queue, [], 0
+                    self._update_full()
+                    self.sending = sock
+                    if self.blocked:
+                        self.cond.notify_all()  # room for blocked senders
+            if sock is None:
+                # Said idle first, then looked: a frame appended after the look
+                # sees writer_idle and wakes it; one appended before is seen.
+                if not self.incoming:
+                    self.wakeups.get()
+                continue
             try:
                 # Encoded here, on the one writer thread, not on the agents'.
-                sock.sendall(frames.encode_all(bodies))
+                sock.sendall(frames.encode_items(bodies))
             except (OSError, frames.FrameError):
                 with self.cond:
                     if not self.outlives_daemon:
@@ -317,7 +398,8 @@ class Connection:
         """Waits (a bounded time) until everything queued has been sent."""
         deadline = time.monotonic() + timeout_s
         with self.cond:
-            while (self.queue or self.sending is not None) and self.sock is not None and not self.broken:
+            while ((self.queue or self.sending is not None or self.incoming)
+                   and self.sock is not None and not self.broken):
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return

@@ -15,7 +15,7 @@ MORE_PARTS = 1 << 31
 MAX_FRAME_BYTES = 1 << 30
 # This format's version (FRAMES.md, "Versions"): in `ready`, `attach` and
 # `attached`.
-FRAMES_VERSION = 2
+FRAMES_VERSION = 3
 
 
 class FrameError(Exception):
@@ -26,7 +26,7 @@ class FrameError(Exception):
 FRAME_OVERHEAD = 48
 # The kinds a `batch` frame carries: a turn's, which pile up while the
 # writer is busy (FRAMES.md).
-BATCH_KINDS = frozenset(("text", "event", "ask", "notify", "turn_end"))
+BATCH_KINDS = frozenset(("text", "texts", "event", "ask", "notify", "turn_end"))
 
 
 def size_hint(body: dict[str, Any]) -> int:
@@ -38,20 +38,33 @@ def encode(kind: str, fields: dict[str, Any]) -> bytes:
     return encode_body({"t": kind, **fields})
 
 
-def encode_all(bodies: list[dict[str, Any]]) -> bytes:
-    """Frame bodies, in order, as the bytes to send: each run of turn frames
-    that follow each other as one `batch` frame (a lone one as itself), every
-    other frame as itself. Order and each frame's `seq` are kept."""
+def encode_items(items: list[tuple]) -> bytes:
+    """Numbered frames, (turn id or 0, seq, kind, fields) in order, as the
+    bytes to send (a `text` frame's fields are its text alone). A turn's
+    texts that follow each other with consecutive seq go as one `texts`
+    frame; each run of turn frames as one `batch` frame (a lone one as
+    itself); every other frame as itself, where it stood."""
     chunks: list[bytes] = []
     run: list[dict[str, Any]] = []
-    for body in bodies:
-        if body["t"] in BATCH_KINDS:
-            run.append(body)
+    texts: list[str] | None = None  # the open `texts` frame's list, while the next text may join it
+    texts_turn = texts_seq = 0
+    for turn, seq, kind, fields in items:
+        if kind == "text":
+            if texts is not None and turn == texts_turn and seq == texts_seq + 1:
+                texts.append(fields)
+            else:
+                texts = [fields]
+                run.append({"t": "texts", "turn": turn, "seq": seq, "texts": texts})
+            texts_turn, texts_seq = turn, seq
+            continue
+        texts = None
+        if turn:
+            run.append({"t": kind, "turn": turn, "seq": seq, **fields})
             continue
         if run:
             chunks.append(_encode_run(run))
             run = []
-        chunks.append(encode_body(body))
+        chunks.append(encode_body({"t": kind, **fields}))
     if run:
         chunks.append(_encode_run(run))
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
@@ -59,6 +72,18 @@ def encode_all(bodies: list[dict[str, Any]]) -> bytes:
 
 def _encode_run(run: list[dict[str, Any]]) -> bytes:
     return encode_body(run[0] if len(run) == 1 else {"t": "batch", "frames": run})
+
+
+def expand(frame: dict[str, Any]) -> list[dict[str, Any]]:
+    """A frame as the frames it stands for, one by one: a `batch`'s, and a
+    `texts` frame as one `text` frame per text with its own seq."""
+    out: list[dict[str, Any]] = []
+    for f in frame["frames"] if frame["t"] == "batch" else [frame]:
+        if f["t"] == "texts":
+            out += [{"t": "text", "turn": f["turn"], "seq": f["seq"] + i, "text": t} for i, t in enumerate(f["texts"])]
+        else:
+            out.append(f)
+    return out
 
 
 def encode_body(body: dict[str, Any]) -> bytes:

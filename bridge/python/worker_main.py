@@ -71,6 +71,10 @@ class Turn:
         self.seq = 0  # the last seq written; the connection's lock guards it
         self.closed = False  # turn_end written (or the turn dropped): nothing more of it
         self.held = False  # an attached daemon has not yet said it follows the turn
+        # Bytes of its frames put on the connection's `incoming` (by its own
+        # threads) and taken off it (by the writer): its backlog there.
+        self.put_bytes = 0
+        self.taken_bytes = 0
 
     def text(self, text: Any) -> None:
         if text is None:
@@ -78,7 +82,7 @@ class Turn:
         self.worker.conn.send_text(self, clean_text(text if isinstance(text, str) else str(text)))
 
     def event(self, json_text: str) -> None:
-        self.worker.conn.send_for(self, "event", json=json_text)
+        self.worker.conn.send_event(self, json_text)
 
     def flush(self) -> None:
         """What this worker has queued reaches the daemon before a tool runs."""
@@ -234,9 +238,9 @@ class Worker:
     def resolve_gateway(self, f: dict[str, Any]) -> None:
         # The daemon logs the verdict when it reads this reply; the agent
         # thread it wakes writes its next frame only after the reply, because
-        # the reply is written under the same lock the call runs under.
+        # the call runs under the connection's gate (Connection.gate).
         def run() -> None:
-            with self.conn.lock:
+            with self.conn.gate():
                 self.reply(f["req"], lambda: str(adapter.resolve_gateway(
                     f["session_id"], f["choice"], f.get("request_id", ""), f.get("token", ""))))
             self.close_gateway_questions(token=f.get("token", ""))

@@ -55,6 +55,7 @@ template <class F> void fields(F& f, reply& x) {
   f("req", x.req), f("ok", x.ok), f("value", x.value), f("error_type", x.error_type), f("error", x.error);
 }
 template <class F> void fields(F& f, text& x) { f("turn", x.turn), f("seq", x.seq), f("text", x.text); }
+template <class F> void fields(F& f, texts& x) { f("turn", x.turn), f("seq", x.seq), f("texts", x.texts); }
 template <class F> void fields(F& f, event& x) { f("turn", x.turn), f("seq", x.seq), f("json", x.json); }
 template <class F> void fields(F& f, ask& x) {
   f("turn", x.turn), f("seq", x.seq), f("ask", x.ask), f("kind", x.kind), f("request", x.request),
@@ -106,6 +107,7 @@ HB_FRAME_NAME(heartbeat_reply)
 HB_FRAME_NAME(ready)
 HB_FRAME_NAME(reply)
 HB_FRAME_NAME(text)
+HB_FRAME_NAME(texts)
 HB_FRAME_NAME(event)
 HB_FRAME_NAME(ask)
 HB_FRAME_NAME(notify)
@@ -131,6 +133,10 @@ struct writer {
     json& list = out[key] = json::array();
     for (const auto& f : frames)
       list.push_back(body_of(f));
+    return 0;
+  }
+  int operator()(const char* key, const std::vector<std::string>& v) {
+    out[key] = v;
     return 0;
   }
   template <class T> int operator()(const char* key, const std::vector<T>& items) {
@@ -194,6 +200,18 @@ struct reader {
     v.reserve(j.size());
     for (json& body : j)
       v.push_back(decode_body<turn_frame>(body));
+    return 0;
+  }
+  int operator()(const char* key, std::vector<std::string>& v) {
+    json& j = at(key);
+    if (!j.is_array() || j.empty())
+      wrong(key, "a non-empty array");
+    v.reserve(j.size());
+    for (json& one : j) {
+      if (!one.is_string())
+        wrong(key, "an array of strings");
+      v.push_back(std::move(one.get_ref<std::string&>()));
+    }
     return 0;
   }
   template <class T> int operator()(const char* key, std::vector<T>& items) {
@@ -312,7 +330,9 @@ template <class Variant> Variant decode_body(json& body) {
 
 } // namespace
 
-bool compatible_version(int64_t version) { return version == frames_version; }
+// Version 2 lacks only `texts`, which a daemon of version 3 reads and never
+// needs to send.
+bool compatible_version(int64_t version) { return version == 2 || version == frames_version; }
 
 std::string encode(const to_worker& frame) { return encode_any(frame); }
 std::string encode(const from_worker& frame) { return encode_any(frame); }

@@ -16,8 +16,8 @@ namespace hb::bridge::worker {
 
 // The version of this format (FRAMES.md, "Versions"): in `ready`, `attach`
 // and `attached`. A daemon re-attaches only to workers whose version it
-// lists in compatible_versions.
-constexpr int64_t frames_version = 2;
+// lists in compatible_version(); a worker it starts must speak this one.
+constexpr int64_t frames_version = 3;
 bool compatible_version(int64_t version);
 
 // ---- daemon -> worker --------------------------------------------------------
@@ -116,6 +116,12 @@ struct text {
   uint64_t turn = 0, seq = 0;
   std::string text;
 };
+// Version 3: a turn's texts with consecutive seq, from `seq` on, as one frame
+// (what a streaming agent's worker mostly sends).
+struct texts {
+  uint64_t turn = 0, seq = 0;
+  std::vector<std::string> texts;
+};
 struct event {
   uint64_t turn = 0, seq = 0;
   std::string json;      // the event object, as the adapter encoded it
@@ -176,7 +182,7 @@ struct drained {         // the answer to `drain`: it exits once its `turns` liv
 };
 // The turn frames that piled up while the worker's writer was busy, in the
 // order (and with the seq) they would have gone one by one.
-using turn_frame = std::variant<text, event, ask, notify, turn_end>;
+using turn_frame = std::variant<text, texts, event, ask, notify, turn_end>;
 struct batch {
   std::vector<turn_frame> frames;
 };
@@ -184,7 +190,7 @@ struct batch {
 using to_worker = std::variant<create_session, prepare_turn, start_turn, interrupt_turn, steer_turn,
                                release_session, resolve_gateway, session_call, profile_call, answer,
                                committed, shutdown, heartbeat, attach, resume, drop_turn, drain>;
-using from_worker = std::variant<ready, reply, text, event, ask, notify, turn_end, heartbeat_reply, warm, batch,
+using from_worker = std::variant<ready, reply, text, texts, event, ask, notify, turn_end, heartbeat_reply, warm, batch,
                                  attached, attach_refused, drained>;
 
 // A frame that cannot be read: the stream is corrupt and the worker is cut off.

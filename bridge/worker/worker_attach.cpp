@@ -134,7 +134,7 @@ from_worker exchange(int fd, const to_worker& first) {
 }
 
 attached handshake(int fd, const worker_record& r) {
-  auto answer = exchange(fd, attach{r.secret, frames_version});
+  auto answer = exchange(fd, attach{r.secret, r.version}); // spoken in the worker's own version
   if (auto* ok = std::get_if<attached>(&answer))
     return std::move(*ok);
   if (auto* no = std::get_if<attach_refused>(&answer))

@@ -326,12 +326,14 @@ void worker_process::handle(from_worker frame) {
         // each handled as if it had come alone, in its order.
         for (auto& one : f.frames)
           std::visit([&](auto& x) { handle(from_worker(std::move(x))); }, one);
-      } else if constexpr (std::is_same_v<T, text> || std::is_same_v<T, event>) {
+      } else if constexpr (std::is_same_v<T, text> || std::is_same_v<T, texts> || std::is_same_v<T, event>) {
         auto turn = find_turn(f.turn);
         if (!turn)
           return; // a thread the turn left behind
         if constexpr (std::is_same_v<T, text>)
           turn->sink->numbered_delta(std::move(f.text), f.seq);
+        else if constexpr (std::is_same_v<T, texts>)
+          turn->sink->numbered_deltas(std::move(f.texts), f.seq);
         else
           turn->sink->numbered_event(std::move(f.json), f.seq);
         // Waiting here holds back this worker's frames, and with them its

@@ -111,7 +111,7 @@ std::shared_ptr<worker_process> worker_process::start(const launch_options& how,
   if (!w->alive_)
     throw protocol::runtime_error("the agent worker (" + how.python.display() + ") exited before it was ready: " +
                                   w->death_reason_ + " (its stderr is in the daemon's log)");
-  if (!compatible_version(w->ready_.version)) { // its modules are not ours: a broken install
+  if (w->ready_.version != frames_version) { // its modules are not ours: a broken install
     auto version = w->ready_.version;
     lock.unlock();
     ::kill(pid, SIGKILL);

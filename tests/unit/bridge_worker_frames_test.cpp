@@ -23,6 +23,7 @@ std::vector<from_worker> sample_from_worker() {
           reply{7, true, "{\"a\": 1}", "", ""},
           reply{8, false, "", "KeyError", "no agent 3"},
           text{1, 1, "h\xc3\xa9llo \xe2\x82\xac\n\"quoted\"\t\\"},
+          texts{1, 6, {"a", "", "\xe2\x82\xac \"q\""}},
           event{1, 2, R"({"event": "tool.started", "args": {}})"},
           ask{1, 3, 9, "approval", R"({"command": "rm -rf /"})", 60.5},
           notify{1, 4, "{}", 3},
@@ -30,7 +31,7 @@ std::vector<from_worker> sample_from_worker() {
           turn_end{2, 1, "error", std::nullopt, std::string("boom"), std::nullopt, 0},
           heartbeat_reply{12, 3},
           warm{},
-          batch{{text{3, 1, "a"}, event{3, 2, "{}"}, text{4, 1, "b"}, ask{3, 3, 2, "clarify", "{}", 1},
+          batch{{text{3, 1, "a"}, texts{4, 3, {"x", "y"}}, event{3, 2, "{}"}, text{4, 1, "b"}, ask{3, 3, 2, "clarify", "{}", 1},
                  notify{4, 2, "{}", 5}, turn_end{3, 4, "complete", std::string("{}"), std::nullopt, std::nullopt, 2}}}};
 }
 
@@ -62,7 +63,7 @@ TEST_CASE("worker frames: every kind round-trips, both ways", "[worker]") {
   }
   auto t = std::get<text>(decode_from_worker(body_of(encode(from_worker{text{1, 1, "a\xe2\x82\xac"}}))));
   REQUIRE(t.text == "a\xe2\x82\xac");
-  auto e = std::get<turn_end>(decode_from_worker(body_of(encode(from_worker{sample_from_worker()[11]}))));
+  auto e = std::get<turn_end>(decode_from_worker(body_of(encode(from_worker{sample_from_worker()[12]}))));
   REQUIRE(!e.result);
   REQUIRE(e.error == std::string("boom"));
 }
@@ -110,6 +111,8 @@ TEST_CASE("worker frames: a batch keeps its frames' order, kinds and seq", "[wor
   for (uint64_t i = 1; i <= 50; ++i) {
     if (i % 7 == 0)
       sent.frames.push_back(event{i % 2, i, "{\"n\": " + std::to_string(i) + "}"});
+    else if (i % 5 == 0)
+      sent.frames.push_back(texts{i % 2, i, {"t" + std::to_string(i), "u"}});
     else
       sent.frames.push_back(text{i % 2, i, "d" + std::to_string(i) + " "});
   }
@@ -125,6 +128,8 @@ TEST_CASE("worker frames: a batch keeps its frames' order, kinds and seq", "[wor
       REQUIRE(got.seq == want.seq);
       if constexpr (std::is_same_v<T, text>)
         REQUIRE(got.text == want.text);
+      if constexpr (std::is_same_v<T, texts>)
+        REQUIRE(got.texts == want.texts);
       if constexpr (std::is_same_v<T, event>)
         REQUIRE(got.json == want.json);
     }, back.frames[i]);
@@ -173,6 +178,10 @@ TEST_CASE("worker frames: garbage, wrong kinds and wrong types are refused", "[w
                           R"({"t": "text", "turn": 1, "seq": 1})", R"({"t": "text", "turn": -1, "seq": 1, "text": ""})",
                           R"({"t": "text", "turn": 1.5, "seq": 1, "text": ""})",
                           R"({"t": "text", "turn": 1, "seq": 1, "text": 3})",
+                          R"({"t": "texts", "turn": 1, "seq": 1, "texts": []})",
+                          R"({"t": "texts", "turn": 1, "seq": 1, "texts": "a"})",
+                          R"({"t": "texts", "turn": 1, "seq": 1, "texts": ["a", 2]})",
+                          R"({"t": "texts", "turn": 1, "seq": 1})",
                           R"({"t": "reply", "req": 1, "ok": "yes", "value": "", "error_type": "", "error": ""})",
                           R"({"t": "ask", "turn": 1, "seq": 1, "ask": 1, "kind": "approval", "request": "", "timeout_s": "x"})",
                           R"({"t": "turn_end", "turn": 1, "seq": 1, "status": "complete", "result": 1, "error": null, "history": null, "message_count": 0})",

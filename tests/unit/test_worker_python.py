@@ -32,6 +32,7 @@ class FakeTurn:
 
     def __init__(self, turn_id: int) -> None:
         self.turn_id, self.seq, self.closed, self.held = turn_id, 0, False, False
+        self.put_bytes = self.taken_bytes = 0
 
 
 class FrameCodec(unittest.TestCase):
@@ -103,18 +104,59 @@ class Batching(ConnectionCase):
         first = frames.read(self.inbox)
         self.assertEqual(first["t"], "batch")
         self.assertEqual([(f["t"], f["turn"], f["seq"]) for f in first["frames"]],
-                         [("text", 1, 1), ("event", 1, 2), ("text", 2, 1), ("text", 1, 3)])
-        self.assertEqual([f.get("text") for f in first["frames"]], ["a1 ", None, "b1 ", "a2 "])
+                         [("texts", 1, 1), ("event", 1, 2), ("texts", 2, 1), ("texts", 1, 3)])
+        self.assertEqual([f.get("texts") for f in first["frames"]], [["a1 "], None, ["b1 "], ["a2 "]])
         self.assertEqual(frames.read(self.inbox)["t"], "reply")  # not batched: it splits the run, in its place
         second = frames.read(self.inbox)
         self.assertEqual([(f["t"], f["turn"], f["seq"]) for f in second["frames"]],
-                         [("text", 2, 2), ("turn_end", 2, 3)])
+                         [("texts", 2, 2), ("turn_end", 2, 3)])
+
+    def test_a_turns_texts_that_follow_each_other_go_as_one_texts_frame(self):
+        a, b = FakeTurn(1), FakeTurn(2)
+        with self.conn.lock:
+            for i in range(5):
+                self.conn.send_text(a, f"a{i} ")
+            self.conn.send_text(b, "b0 ")
+            self.conn.send_text(a, "a5 ")
+            self.conn.send_event(a, '{"event": "x"}')
+            self.conn.send_text(a, "a6 ")
+        batch = frames.read(self.inbox)
+        self.assertEqual([(f["t"], f["turn"], f["seq"], f.get("texts")) for f in batch["frames"]],
+                         [("texts", 1, 1, ["a0 ", "a1 ", "a2 ", "a3 ", "a4 "]), ("texts", 2, 1, ["b0 "]),
+                          ("texts", 1, 6, ["a5 "]), ("event", 1, 7, None), ("texts", 1, 8, ["a6 "])])
+        self.assertEqual([(f["t"], f["seq"], f.get("text")) for f in frames.expand(batch)][:3],
+                         [("text", 1, "a0 "), ("text", 2, "a1 "), ("text", 3, "a2 ")])
+
+    def test_many_threads_streaming_at_once_each_keep_their_order(self):
+        turns = [FakeTurn(i + 1) for i in range(16)]
+        def stream(turn):
+            for i in range(500):
+                self.conn.send_text(turn, f"{i} ")
+                if i % 100 == 0:
+                    self.conn.send_event(turn, f'{{"event": "e{i}"}}')
+            self.conn.end_turn(turn, status="complete", result="{}", error=None, history="[]", message_count=0)
+        threads = [threading.Thread(target=stream, args=(t,)) for t in turns]
+        for x in threads:
+            x.start()
+        got = {t.turn_id: [] for t in turns}
+        ended = 0
+        while ended < len(turns):
+            for f in frames.expand(frames.read(self.inbox)):
+                got[f["turn"]].append(f)
+                ended += f["t"] == "turn_end"
+        for x in threads:
+            x.join()
+        for frames_ in got.values():
+            self.assertEqual([f["seq"] for f in frames_], list(range(1, len(frames_) + 1)))
+            self.assertEqual([f["text"] for f in frames_ if f["t"] == "text"], [f"{i} " for i in range(500)])
+            self.assertEqual([f["t"] for f in frames_].count("event"), 5)
+            self.assertEqual(frames_[-1]["t"], "turn_end")
 
     def test_an_idle_writer_sends_a_lone_frame_as_itself(self):
         self.conn.send_text(FakeTurn(1), "alone ")
-        self.assertEqual(frames.read(self.inbox), {"t": "text", "turn": 1, "seq": 1, "text": "alone "})
+        self.assertEqual(frames.read(self.inbox), {"t": "texts", "turn": 1, "seq": 1, "texts": ["alone "]})
         self.conn.send_text(FakeTurn(2), "next ")
-        self.assertEqual(frames.read(self.inbox)["text"], "next ")
+        self.assertEqual(frames.read(self.inbox)["texts"], ["next "])
 
 
 class Acknowledgements(ConnectionCase):
@@ -150,7 +192,7 @@ class Acknowledgements(ConnectionCase):
         self.assertFalse(sent.wait(0.3))  # held back: nothing acknowledged
         self.conn.committed(1, 1)
         self.assertTrue(sent.wait(5))
-        self.assertEqual(frames.read(self.inbox)["text"], "next")
+        self.assertEqual(frames.read(self.inbox)["texts"], ["next"])
 
 
 class WorkerCase(unittest.TestCase):
@@ -199,12 +241,12 @@ class WorkerCase(unittest.TestCase):
             f = frames.read(self.inbox)
             if f["t"] == "warm":
                 self.warm_seen = True
-            elif f["t"] == "batch":
-                self.assertGreater(len(f["frames"]), 1)
-                self.batches += 1
-                self.pending.extend(f["frames"])
             else:
-                self.pending.append(f)
+                if f["t"] == "batch":
+                    self.assertGreater(len(f["frames"]), 1)
+                if len(frames.expand(f)) > 1:
+                    self.batches += 1
+                self.pending.extend(frames.expand(f))
         return self.pending.pop(0)
 
     def until_warm(self):
@@ -214,7 +256,7 @@ class WorkerCase(unittest.TestCase):
             if f["t"] == "warm":
                 self.warm_seen = True
             else:
-                self.pending.extend(f["frames"] if f["t"] == "batch" else [f])
+                self.pending.extend(frames.expand(f))
 
     def until(self, kind):
         seen = []
@@ -388,7 +430,7 @@ class ReattachingWorker(WorkerCase):
         self.addCleanup(inbox.close)
         return sock, inbox
 
-    def attach(self, secret=None, version=2):
+    def attach(self, secret=None, version=frames.FRAMES_VERSION):
         """A later daemon's connection: its socket, its stream and the worker's answer."""
         sock, inbox = self.connect()
         sock.sendall(frames.encode("attach", {"secret": self.record()["secret"] if secret is None else secret,
@@ -421,12 +463,12 @@ class ReattachingWorker(WorkerCase):
 
     def test_its_record_and_socket_are_private_and_gone_once_it_exits(self):
         ready = self.read()
-        self.assertEqual((ready["t"], ready["version"]), ("ready", 2))
+        self.assertEqual((ready["t"], ready["version"]), ("ready", frames.FRAMES_VERSION))
         record = self.record()  # written before `ready`
         self.assertEqual(set(record), {"pid", "profile", "socket", "secret", "version", "started_at", "daemon",
                                        "modules"})
         self.assertEqual((record["pid"], record["profile"], record["socket"], record["version"], record["daemon"]),
-                         (self.proc.pid, "default", str(self.path(".sock")), 2, "/the/daemons/events.db"))
+                         (self.proc.pid, "default", str(self.path(".sock")), frames.FRAMES_VERSION, "/the/daemons/events.db"))
         self.assertEqual(Path(record["modules"]), REPO / "bridge" / "python")  # where its modules came from
         self.assertRegex(record["secret"], "^[0-9a-f]{64}$")
         self.assertLess(abs(time.time() - record["started_at"]), 60)
@@ -448,7 +490,8 @@ class ReattachingWorker(WorkerCase):
 
     def test_an_attach_is_refused_for_a_wrong_secret_or_version_or_while_its_daemon_is_there(self):
         self.read()
-        for secret, version, why in (("0" * 64, 2, "secret"), (None, 1, "version"), (None, 2, "attached")):
+        for secret, version, why in (("0" * 64, frames.FRAMES_VERSION, "secret"), (None, 2, "version"),
+                                     (None, frames.FRAMES_VERSION, "attached")):
             _, inbox, answer = self.attach(secret, version)
             self.assertEqual(answer["t"], "attach_refused")
             self.assertIn(why, answer["reason"])
@@ -546,7 +589,7 @@ class ReattachingWorker(WorkerCase):
         self.until("text")
         self.go_away()
         self.assertEqual(self.drain("0" * 64)["t"], "attach_refused")  # not without its secret
-        self.assertEqual(self.drain(), {"t": "drained", "version": 2, "turns": 1})
+        self.assertEqual(self.drain(), {"t": "drained", "version": frames.FRAMES_VERSION, "turns": 1})
         _, _, refused = self.attach()  # no daemon takes it over any more
         self.assertEqual(refused["t"], "attach_refused")
         # Once its turn is done; its question, which nobody can answer, did
