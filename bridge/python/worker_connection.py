@@ -79,7 +79,7 @@ class Connection:
         self.draining = False  # told by a daemon of another version: no daemon will come; frames go nowhere
         self.sending: socket.socket | None = None  # the socket the writer is writing to
         self.retired: list[socket.socket] = []  # lost sockets to close once the writer is off them
-        self.unacked: dict[int, collections.deque] = {}  # turn -> (seq, frame, size), oldest first
+        self.unacked: dict[int, collections.deque] = {}  # turn -> [last seq, frame, size], oldest first
         self.unacked_bytes = 0
         self.unacked_frames = 0
         self.turns: dict[int, "Turn"] = {}  # every turn live or with kept frames: what an attach is told
@@ -177,19 +177,31 @@ class Connection:
 
     def _number(self, turn: "Turn", kind: str, payload: Any, size: int) -> None:
         """Gives a turn's frame its seq, queues it unless nobody may have it
-        yet, and keeps it until it is committed."""
+        yet, and keeps it until it is committed. A text joins the turn's
+        `texts` frame that is last in the queue, when it is: one frame, one
+        kept entry, for a run of deltas."""
+        kept = self.unacked.get(turn.turn_id)
+        if kept is None:
+            kept = self.unacked[turn.turn_id] = collections.deque()
         turn.seq += 1
+        self.unacked_bytes += size
+        self.unacked_frames += 1
+        if kind == "text":
+            last = kept[-1] if kept else None
+            if last is not None and self.queue and self.queue[-1] is last[1] and last[1][2] == "texts":
+                last[1][3].append(payload)  # (queued and kept: the same list)
+                last[0] = turn.seq
+                last[2] += size
+                self.queued += size
+                self._update_full()
+                return
+            kind, payload = "texts", [payload]
         frame = (turn.turn_id, turn.seq, kind, payload)
         if not turn.held and self.sock is not None:
             self.queue.append(frame)
             self.queued += size
             self._wake()
-        kept = self.unacked.get(turn.turn_id)
-        if kept is None:
-            kept = self.unacked[turn.turn_id] = collections.deque()
-        kept.append((turn.seq, frame, size))
-        self.unacked_bytes += size
-        self.unacked_frames += 1
+        kept.append([turn.seq, frame, size])  # [its last seq, the frame, its size]
         self._update_full()
 
     def _update_full(self) -> None:
@@ -211,10 +223,10 @@ class Connection:
         kept = self.unacked.get(turn_id)
         if kept is None:
             return
-        while kept and kept[0][0] <= seq:
-            _, _, size = kept.popleft()
+        while kept and kept[0][0] <= seq:  # a `texts` entry goes once all of it is in the log
+            last, frame, size = kept.popleft()
             self.unacked_bytes -= size
-            self.unacked_frames -= 1
+            self.unacked_frames -= last - frame[1] + 1
         if not kept:
             del self.unacked[turn_id]
             turn = self.turns.get(turn_id)
@@ -235,6 +247,9 @@ class Connection:
             self._let_go(turn_id, after)
             turn.held = False
             for _, frame, size in self.unacked.get(turn_id, ()):
+                tid, first, kind, payload = frame
+                if first <= after:  # a `texts` the log holds the start of: only the rest
+                    frame = (tid, after + 1, kind, payload[after + 1 - first:])
                 self._queue(frame, size, wait=False)  # the reading thread never waits for room
 
     def drop(self, turn_id: int) -> bool:

@@ -40,31 +40,21 @@ def encode(kind: str, fields: dict[str, Any]) -> bytes:
 
 def encode_items(items: list[tuple]) -> bytes:
     """Numbered frames, (turn id or 0, seq, kind, fields) in order, as the
-    bytes to send (a `text` frame's fields are its text alone). A turn's
-    texts that follow each other with consecutive seq go as one `texts`
-    frame; each run of turn frames as one `batch` frame (a lone one as
-    itself); every other frame as itself, where it stood."""
+    bytes to send (a `texts` frame's fields are its list of texts). Each run
+    of turn frames goes as one `batch` frame (a lone one as itself), every
+    other frame as itself, where it stood."""
     chunks: list[bytes] = []
     run: list[dict[str, Any]] = []
-    texts: list[str] | None = None  # the open `texts` frame's list, while the next text may join it
-    texts_turn = texts_seq = 0
     for turn, seq, kind, fields in items:
-        if kind == "text":
-            if texts is not None and turn == texts_turn and seq == texts_seq + 1:
-                texts.append(fields)
-            else:
-                texts = [fields]
-                run.append({"t": "texts", "turn": turn, "seq": seq, "texts": texts})
-            texts_turn, texts_seq = turn, seq
-            continue
-        texts = None
-        if turn:
+        if kind == "texts":
+            run.append({"t": "texts", "turn": turn, "seq": seq, "texts": fields})
+        elif turn:
             run.append({"t": kind, "turn": turn, "seq": seq, **fields})
-            continue
-        if run:
-            chunks.append(_encode_run(run))
-            run = []
-        chunks.append(encode_body({"t": kind, **fields}))
+        else:
+            if run:
+                chunks.append(_encode_run(run))
+                run = []
+            chunks.append(encode_body({"t": kind, **fields}))
     if run:
         chunks.append(_encode_run(run))
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)

@@ -165,22 +165,47 @@ class Acknowledgements(ConnectionCase):
 
     def kept(self):
         with self.conn.lock:
-            return {turn: [seq for seq, _, _ in frames_] for turn, frames_ in self.conn.unacked.items()}
+            # Each kept entry as the seqs it holds (a `texts` entry holds several).
+            return {turn: [seq for last, frame, _ in frames_ for seq in range(frame[1], last + 1)]
+                    for turn, frames_ in self.conn.unacked.items()}
 
     def test_frames_are_kept_until_committed_and_only_a_turns_own(self):
         a, b = FakeTurn(1), FakeTurn(2)
-        for text in ("a1", "a2", "a3"):
-            self.conn.send_text(a, text)
+        self.conn.send_text(a, "a1")
+        self.conn.send_event(a, "{}")  # ends a run of texts: a1 is an entry of its own
+        with self.conn.lock:  # the writer waits: a3 and a4 join one `texts` entry
+            self.conn.send_text(a, "a3")
+            self.conn.send_text(a, "a4")
         self.conn.send_text(b, "b1")
         self.conn.send("reply", req=1, ok=True, value="", error_type="", error="")  # not a turn's: not kept
-        self.assertEqual(self.kept(), {1: [1, 2, 3], 2: [1]})
+        self.assertEqual(self.kept(), {1: [1, 2, 3, 4], 2: [1]})
+        self.assertEqual(self.conn.unacked_frames, 5)
         self.conn.committed(1, 2)
-        self.assertEqual(self.kept(), {1: [3], 2: [1]})
+        self.assertEqual(self.kept(), {1: [3, 4], 2: [1]})
+        self.conn.committed(1, 3)  # half of the `texts`: it stays whole until all of it is in the log
+        self.assertEqual(self.kept(), {1: [3, 4], 2: [1]})
         self.conn.committed(2, 1)
         self.conn.committed(1, 9)  # past its last: all of it goes
         self.conn.committed(5, 1)  # a turn it never had
         self.assertEqual(self.kept(), {})
         self.assertEqual((self.conn.unacked_frames, self.conn.unacked_bytes), (0, 0))
+
+    def test_a_resume_inside_a_texts_entry_sends_only_what_comes_after(self):
+        a = FakeTurn(1)
+        self.conn.track(a)
+        with self.conn.lock:
+            for i in range(1, 6):
+                self.conn.send_text(a, f"a{i}")
+        self.assertEqual(frames.read(self.inbox), {"t": "texts", "turn": 1, "seq": 1, "texts": ["a1", "a2", "a3", "a4", "a5"]})
+        with self.conn.lock:
+            a.held = True  # as an attach leaves it: the new daemon's log holds up to seq 2
+        self.conn.resume(1, 2)
+        self.assertEqual(frames.read(self.inbox), {"t": "texts", "turn": 1, "seq": 3, "texts": ["a3", "a4", "a5"]})
+        self.conn.send_text(a, "a6")
+        self.assertEqual(frames.expand(frames.read(self.inbox)), [{"t": "text", "turn": 1, "seq": 6, "text": "a6"}])
+        self.assertEqual(self.kept(), {1: [1, 2, 3, 4, 5, 6]})  # kept whole until all of it is in the log
+        self.conn.committed(1, 5)
+        self.assertEqual(self.kept(), {1: [6]})
 
     def test_senders_wait_past_the_bound_until_an_acknowledgement_makes_room(self):
         self.conn.UNACKED_LIMIT = 1000
