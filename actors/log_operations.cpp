@@ -28,13 +28,9 @@ operation open_run(std::string run_id, std::string session_id, double started_at
 }
 
 operation append_delta(std::string run_id, std::string text, double at) {
-  return [run_id = std::move(run_id), at, text = std::move(text)](storage::log_writer& w) {
-    if (w.append_delta(run_id, text, at)) {
-      std::string body;
-      stream_delta_event(body, text);
-      w.append_event(run_id, body, at);
-    }
-  };
+  std::vector<timed_text> one;
+  one.push_back({std::move(text), at});
+  return append_deltas(std::move(run_id), std::move(one));
 }
 
 operation append_deltas(std::string run_id, std::vector<timed_text> deltas) {

@@ -100,7 +100,7 @@ class Connection:
         if self.full or self.gated or turn.put_bytes - turn.taken_bytes > self.TURN_BACKLOG:
             with self.lock:
                 return self._send_locked(turn, kind, payload, size)
-        # Counted by the turn's own threads only; taken_bytes by the writer only.
+        # put_bytes is counted by the turn's own threads only, taken_bytes only under the lock.
         turn.put_bytes += size
         self.incoming.append((turn, kind, payload, size))
         self._wake()  # after the append: a writer going idle looks at `incoming` after saying so

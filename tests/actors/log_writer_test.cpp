@@ -128,6 +128,33 @@ CAF_TEST(numbered output is acknowledged with its highest number only once commi
   forget_run_output("r1");
 }
 
+CAF_TEST(a workers texts land in order around its events and are acknowledged with the last number) {
+  CAF_REQUIRE(open_run("r1"));
+  auto queue = open_run_output("r1");
+  std::vector<uint64_t> told;
+  queue->on_committed([&](uint64_t seq) { told.push_back(seq); });
+  send_run_deltas(writer, "r1", *queue, {"a", "b", "c"}, 101.0, 1);
+  send_run_output(writer, "r1", queue.get(), true, R"({"event": "x"})", 102.0, 4);
+  std::vector<std::string> many;
+  for (int i = 0; i < 2500; ++i) // more than one log operation holds
+    many.push_back(std::to_string(i) + " ");
+  send_run_deltas(writer, "r1", *queue, many, 103.0, 5);
+  expect((run_output_queued), from(_).to(writer)); // once: the queue was empty only at the first
+  expect((commit_due), from(writer).to(writer));
+  CAF_CHECK(!sched.has_job());
+  CAF_CHECK_EQUAL(told, (std::vector<uint64_t>{2504}));
+  auto run = committed_run("r1");
+  CAF_REQUIRE(run);
+  std::vector<std::string> want{"a", "b", "c"};
+  want.insert(want.end(), many.begin(), many.end());
+  CAF_CHECK_EQUAL(run->deltas, want);
+  CAF_REQUIRE_EQUAL(run->events.size(), want.size() + 1);
+  CAF_CHECK_EQUAL(json::parse(run->events[2]).value("delta", ""), "c");
+  CAF_CHECK_EQUAL(json::parse(run->events[3]).value("event", ""), "x");
+  CAF_CHECK_EQUAL(json::parse(run->events.back()).value("delta", ""), "2499 ");
+  forget_run_output("r1");
+}
+
 CAF_TEST(numbered output held by an unwritable log is acknowledged once the retry writes it) {
   CAF_REQUIRE(open_run("r1"));
   auto queue = open_run_output("r1");
