@@ -1,24 +1,10 @@
 #include "actors/log_operations.hpp"
 
-#include "protocol/json_text.hpp"
 #include "storage/log_writer.hpp"
 
 #include <utility>
 
 namespace hb::actors::log_operations {
-
-namespace {
-
-constexpr std::string_view stream_delta_prefix = "{\"event\": \"stream.delta\", \"delta\": ";
-
-// Into `body`, whose buffer is reused from one delta to the next.
-void stream_delta_event(std::string& body, const std::string& text) {
-  body.assign(stream_delta_prefix);
-  protocol::append_quoted(body, text);
-  body += '}';
-}
-
-} // namespace
 
 operation open_run(std::string run_id, std::string session_id, double started_at, std::string user_message) {
   return [run_id = std::move(run_id), session_id = std::move(session_id), started_at,
@@ -35,13 +21,9 @@ operation append_delta(std::string run_id, std::string text, double at) {
 
 operation append_deltas(std::string run_id, std::vector<timed_text> deltas) {
   return [run_id = std::move(run_id), deltas = std::move(deltas)](storage::log_writer& w) {
-    std::string body;
-    for (const auto& d : deltas) {
+    for (const auto& d : deltas)
       if (!w.append_delta(run_id, d.text, d.at))
         return; // not open: none of them is
-      stream_delta_event(body, d.text);
-      w.append_event(run_id, body, d.at);
-    }
   };
 }
 

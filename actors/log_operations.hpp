@@ -19,9 +19,10 @@ namespace hb::actors::log_operations {
 using operation = log_batches::operation;
 
 operation open_run(std::string run_id, std::string session_id, double started_at, std::string user_message);
-// The delta, and its stream.delta event; nothing for a run that is not open.
+// The delta (its stream.delta event takes the next event seq, with no row of
+// its own: storage/run_events.hpp); nothing for a run that is not open.
 operation append_delta(std::string run_id, std::string text, double at);
-// Deltas that follow each other, each with its stream.delta event: one
+// Deltas that follow each other: one
 // operation (one allocation, one run lookup) for what a queue held.
 struct timed_text {
   std::string text;

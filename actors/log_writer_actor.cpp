@@ -175,7 +175,7 @@ caf::result<bool> apply_then_confirm(writer_actor* self, log_batches::operation 
 // (see log_operations.hpp).
 log_batches::applied apply_delta(writer_actor* self, const std::string& run_id, std::string text, double at) {
   note_output_moved(text.size());
-  size_t bytes = 2 * text.size(); // the delta and its stream.delta event
+  size_t bytes = text.size();
   return apply(self, log_operations::append_delta(run_id, std::move(text), at), bytes, &run_id);
 }
 
@@ -192,7 +192,7 @@ void apply_deltas(writer_actor* self, const std::string& run_id, std::vector<log
     return;
   note_output_moved(static_cast<size_t>(bytes));
   auto outcome = apply(self, log_operations::append_deltas(run_id, std::exchange(deltas, {})),
-                       2 * static_cast<size_t>(bytes), &run_id); // each delta and its stream.delta event
+                       static_cast<size_t>(bytes), &run_id);
   self->state.batches->count_output(outcome, bytes);
 }
 

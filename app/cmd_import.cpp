@@ -12,6 +12,7 @@
 #include "protocol/wire_error.hpp"
 #include "storage/log_writer.hpp"
 #include "storage/private_files.hpp"
+#include "storage/run_events.hpp"
 
 #include <sqlite3.h>
 
@@ -194,8 +195,11 @@ public:
     writer_.append_delta(run_id, d.text, d.at);
     ++deltas;
   }
+  // A delta's event is its delta in this log (storage/run_events.hpp): the
+  // others keep the seqs the export gave them, and those between are the deltas'.
   void event(const std::string& run_id, seq_row&& e, size_t) override {
-    writer_.append_event(run_id, e.text, e.at);
+    if (!storage::is_stream_delta_body(e.text))
+      writer_.put_imported_event(run_id, e.seq, e.text, e.at);
     ++events;
   }
 

@@ -3,6 +3,7 @@
 #include "app/tool_support.hpp"
 #include "protocol/json_text.hpp"
 #include "storage/log_file.hpp"
+#include "storage/run_events.hpp"
 #include "storage/schema.hpp"
 
 #include <filesystem>
@@ -121,6 +122,7 @@ run_stats log_query::stats(int64_t run_no) {
   de.bind(1, run_no);
   if (de.executeStep())
     s.deltas = de.getColumn(0).getInt64();
+  s.events = storage::run_events(*db_).count(run_no); // a delta's event has no row of its own
   return s;
 }
 
@@ -211,7 +213,16 @@ void log_query::each_delta(int64_t run_no, const std::function<void(const seq_ro
 }
 
 void log_query::each_event(int64_t run_no, const std::function<void(const seq_row&)>& f) {
-  each_row("SELECT seq, at, body FROM events WHERE run_no=? ORDER BY seq", run_no, f);
+  storage::run_events events(*db_);
+  events.open(run_no, 0);
+  seq_row row;
+  while (events.next()) {
+    row.seq = events.seq();
+    row.at = events.at();
+    row.text = events.body();
+    f(row);
+  }
+  events.close();
 }
 
 run_row require_readable_run(log_query& log, const std::string& run_id) {

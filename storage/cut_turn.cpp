@@ -1,5 +1,7 @@
 #include "storage/cut_turn.hpp"
 
+#include "storage/run_events.hpp"
+
 namespace hb::storage {
 
 using protocol::json;
@@ -136,12 +138,13 @@ int64_t keep_cut_turn(SQLite::Database& db, int64_t run_no, const std::string& c
     history = json::array();
 
   std::vector<std::string> bodies;
-  SQLite::Statement events(db,
-    "SELECT body FROM events WHERE run_no=? AND (body LIKE '{\"event\": \"stream.delta\"%'"
-    " OR body LIKE '{\"event\": \"tool.%') ORDER BY seq");
-  events.bind(1, run_no);
-  while (events.executeStep())
-    bodies.push_back(events.getColumn(0).getString());
+  constexpr std::string_view tool_event = "{\"event\": \"tool.";
+  run_events events(db);
+  events.open(run_no, 0);
+  while (events.next())
+    if (events.delta() || events.body().compare(0, tool_event.size(), tool_event) == 0)
+      bodies.push_back(events.body());
+  events.close();
   json added = cut_turn_messages(user_message, bodies, cause);
   for (auto& m : added)
     history.push_back(std::move(m));

@@ -9,7 +9,8 @@
 //   {"type": "run", "run_id", "session_id", "status", "started_at", "ended_at", "result",
 //    "error", "pruned_at", "user_message" (JSON text; only when the run has one)}  (R lines)
 //   {"type": "delta", "run_id", "seq", "at", "text"}                 (each run's deltas, by seq)
-//   {"type": "event", "run_id", "seq", "at", "body"}                 (each run's events, by seq)
+//   {"type": "event", "run_id", "seq", "at", "body"}                 (each run's events, by seq,
+//                                                                    its deltas' stream.delta events included)
 //   {"type": "end", "sessions": S, "runs": R, "deltas": D, "events": E}
 //
 // Columns holding JSON text (config, history, result, body) are carried as

@@ -33,7 +33,7 @@ void prepare_log(SQLite::Database& db, const std::string& synchronous) {
                              "); upgrade hermes-bridge or point --db at another file");
   if (found > 0)
     for (const auto& step : migrations)
-      if (step.from_version >= found)
+      if (step.from_version >= found && (!step.needs_table || db.tableExists(step.needs_table)))
         db.exec(step.sql);
   db.exec(schema_sql);
   db.exec("INSERT INTO meta(key, value) VALUES('schema_version', '" + std::to_string(schema_version) +

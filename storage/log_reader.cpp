@@ -16,21 +16,23 @@ log_reader::log_reader(const std::string& path)
     db_, "SELECT at, text FROM deltas WHERE run_no=? AND seq>=? ORDER BY seq");
   delta_count_ = std::make_unique<SQLite::Statement>(
     db_, "SELECT coalesce(max(seq) + 1, 0) FROM deltas WHERE run_no=?");
-  events_ = std::make_unique<SQLite::Statement>(
-    db_, "SELECT at, body FROM events WHERE run_no=? AND seq>=? ORDER BY seq");
-  event_count_ = std::make_unique<SQLite::Statement>(
-    db_, "SELECT coalesce(max(seq) + 1, 0) FROM events WHERE run_no=?");
+  events_ = std::make_unique<run_events>(db_);
   history_ = std::make_unique<SQLite::Statement>(db_, "SELECT history FROM sessions WHERE session_id=?");
 }
 
 std::optional<std::vector<log_reader::timed_event>>
 log_reader::read_events_timed(const std::string& run_id) {
-  SQLite::Statement q(db_, "SELECT e.at, e.body FROM events e JOIN runs r ON r.run_no = e.run_no"
-                           " WHERE r.run_id=? ORDER BY e.seq");
+  SQLite::Transaction snapshot(db_);
+  SQLite::Statement q(db_, "SELECT run_no FROM runs WHERE run_id=?");
   q.bind(1, run_id);
+  if (!q.executeStep())
+    return std::nullopt;
   std::vector<timed_event> events;
-  while (q.executeStep())
-    events.push_back({q.getColumn(0).getDouble(), q.getColumn(1).getString()});
+  events_->open(q.getColumn(0).getInt64(), 0);
+  while (events_->next())
+    events.push_back({events_->at(), events_->body()});
+  events_->close();
+  snapshot.commit();
   return events;
 }
 
@@ -60,16 +62,17 @@ std::vector<session_row> load_sessions(SQLite::Database& db) {
 
 namespace {
 
-// Rows from a query of (at, text), in order, until they hold max_bytes of
-// text (the row that crosses it included). Returns the latest `at` taken
-// when rows were left unread, else +infinity.
-double take_rows(SQLite::Statement& q, int64_t rows_left, size_t max_bytes, std::vector<std::string>& texts,
+// Rows, in order, until they hold max_bytes of text (the row that crosses
+// it included); `next(at, texts)` appends the next row's text and sets its
+// `at`, false after the last.
+// Returns the latest `at` taken when rows were left unread, else +infinity.
+template <class Next>
+double take_rows(Next next, int64_t rows_left, size_t max_bytes, std::vector<std::string>& texts,
                  std::vector<double>& ats) {
   size_t bytes = 0;
   double latest = -std::numeric_limits<double>::infinity();
-  while (bytes < max_bytes && q.executeStep()) {
-    double at = q.getColumn(0).getDouble();
-    texts.push_back(q.getColumn(1).getString());
+  double at = 0;
+  while (bytes < max_bytes && next(at, texts)) {
     ats.push_back(at);
     bytes += texts.back().size();
     latest = std::max(latest, at);
@@ -98,8 +101,7 @@ std::optional<run_snapshot> log_reader::read_run(const std::string& run_id, int6
       r->outcome_->reset();
       r->deltas_->reset();
       r->delta_count_->reset();
-      r->events_->reset();
-      r->event_count_->reset();
+      r->events_->close();
     }
   } guard{this};
 
@@ -124,9 +126,7 @@ std::optional<run_snapshot> log_reader::read_run(const std::string& run_id, int6
   delta_count_->bind(1, run_no);
   delta_count_->executeStep();
   snap.delta_count = delta_count_->getColumn(0).getInt64();
-  event_count_->bind(1, run_no);
-  event_count_->executeStep();
-  snap.event_count = event_count_->getColumn(0).getInt64();
+  snap.event_count = events_->count(run_no);
   snap.delta_from = std::clamp<int64_t>(delta_from, 0, snap.delta_count);
   snap.event_from = std::clamp<int64_t>(event_from, 0, snap.event_count);
 
@@ -137,12 +137,25 @@ std::optional<run_snapshot> log_reader::read_run(const std::string& run_id, int6
   if (snap.delta_from < snap.delta_count) {
     deltas_->bind(1, run_no);
     deltas_->bind(2, snap.delta_from);
-    delta_cut = take_rows(*deltas_, snap.delta_count - snap.delta_from, max_bytes, snap.deltas, delta_ats);
+    auto next_delta = [this](double& at, std::vector<std::string>& texts) {
+      if (!deltas_->executeStep())
+        return false;
+      at = deltas_->getColumn(0).getDouble();
+      texts.push_back(deltas_->getColumn(1).getString());
+      return true;
+    };
+    delta_cut = take_rows(next_delta, snap.delta_count - snap.delta_from, max_bytes, snap.deltas, delta_ats);
   }
   if (snap.event_from < snap.event_count) {
-    events_->bind(1, run_no);
-    events_->bind(2, snap.event_from);
-    event_cut = take_rows(*events_, snap.event_count - snap.event_from, max_bytes, snap.events, event_ats);
+    events_->open(run_no, snap.event_from);
+    auto next_event = [this](double& at, std::vector<std::string>& texts) {
+      if (!events_->next())
+        return false;
+      at = events_->at();
+      texts.push_back(events_->body());
+      return true;
+    };
+    event_cut = take_rows(next_event, snap.event_count - snap.event_from, max_bytes, snap.events, event_ats);
   }
   double cut = std::min(delta_cut, event_cut);
   if (cut != none) {

@@ -5,6 +5,7 @@
 
 #include "storage/log_rows.hpp"
 #include "storage/log_writer.hpp"
+#include "storage/run_events.hpp"
 
 #include <SQLiteCpp/SQLiteCpp.h>
 
@@ -55,8 +56,8 @@ public:
 
 private:
   SQLite::Database db_;
-  std::unique_ptr<SQLite::Statement> run_, outcome_, deltas_, events_, delta_count_, event_count_,
-    history_;
+  std::unique_ptr<SQLite::Statement> run_, outcome_, deltas_, delta_count_, history_;
+  std::unique_ptr<run_events> events_;
 };
 
 // Sessions not destroyed, oldest first, without their history (loaded on demand).

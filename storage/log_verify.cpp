@@ -5,6 +5,7 @@
 #include "protocol/wire_error.hpp"
 #include "storage/log_file.hpp"
 #include "storage/log_rows.hpp"
+#include "storage/run_events.hpp"
 #include "storage/schema.hpp"
 
 #include <functional>
@@ -135,11 +136,15 @@ public:
     }
   }
 
-  // seq runs 0, 1, 2, ... in every run, in deltas and in events alike.
+  // In `deltas` seq runs 0, 1, 2, ... in every run; in `events` it only
+  // rises, the seqs it skips being the deltas' (run_events.hpp).
   void sequences(const char* table, int64_t& count) {
+    bool contiguous = std::string(table) == "deltas";
     SQLite::Statement q(db_, std::string("SELECT run_no, seq, prev, at FROM (SELECT run_no, seq, at, "
                                          "lag(seq) OVER (PARTITION BY run_no ORDER BY seq) AS prev FROM ") +
-                               table + ") WHERE (prev IS NULL AND seq != 0) OR (prev IS NOT NULL AND seq != prev + 1)");
+                               table + ") WHERE " +
+                               (contiguous ? "(prev IS NULL AND seq != 0) OR (prev IS NOT NULL AND seq != prev + 1)"
+                                           : "seq = prev"));
     while (q.executeStep()) {
       int64_t run_no = q.getColumn(0).getInt64(), seq = q.getColumn(1).getInt64();
       if (q.getColumn(2).isNull()) {
@@ -168,27 +173,44 @@ public:
         problem(table, run_id(run_no), std::nullopt,
                 "rows written after the run's terminal status (ended_at): the status was not written with its "
                 "last events");
-      if (std::string(table) == "deltas")
+      if (contiguous)
         delta_counts_[run_no] = rows;
     }
   }
 
-  // Every delta has its stream.delta event.
-  void deltas_match_events() {
-    SQLite::Statement q(db_, "SELECT run_no, count(*) FROM events WHERE body LIKE '{\"event\": \"stream.delta\"%' "
-                             "GROUP BY run_no");
-    std::unordered_map<int64_t, int64_t> stream_events;
-    while (q.executeStep())
-      stream_events[q.getColumn(0).getInt64()] = q.getColumn(1).getInt64();
-    for (const auto& [run_no, rows] : delta_counts_)
-      if (has_run(run_no) && stream_events[run_no] != rows)
+  // Every event seq holds an event row or a delta: the seqs `events` skips
+  // are exactly as many as the run's deltas, up to its last row. A log
+  // from before version 5 has a stream.delta row for every delta instead.
+  void event_slots() {
+    SQLite::Statement q(db_, "SELECT run_no, count(*), sum(body LIKE '{\"event\": \"stream.delta\", %'), max(seq)"
+                             " FROM events GROUP BY run_no");
+    bool rows_for_deltas = report_.schema_version < 5;
+    std::set<int64_t> seen;
+    while (q.executeStep()) {
+      int64_t run_no = q.getColumn(0).getInt64(), rows = q.getColumn(1).getInt64();
+      int64_t delta_rows = q.getColumn(2).getInt64(), last = q.getColumn(3).getInt64();
+      seen.insert(run_no);
+      if (!has_run(run_no))
+        continue;
+      auto found = delta_counts_.find(run_no);
+      int64_t deltas = found == delta_counts_.end() ? 0 : found->second;
+      if (rows_for_deltas && delta_rows != deltas)
         problem("deltas", run_id(run_no), std::nullopt,
-                std::to_string(rows) + " deltas but " + std::to_string(stream_events[run_no]) +
-                  " stream.delta events");
-    for (const auto& [run_no, events] : stream_events)
-      if (has_run(run_no) && !delta_counts_.count(run_no))
+                std::to_string(deltas) + " deltas but " + std::to_string(delta_rows) + " stream.delta events");
+      if (!rows_for_deltas && delta_rows > 0)
         problem("events", run_id(run_no), std::nullopt,
-                std::to_string(events) + " stream.delta events but no deltas");
+                std::to_string(delta_rows) + " stream.delta event row(s): since schema version 5 a delta's text "
+                                             "is kept once, in deltas");
+      int64_t slots = rows - delta_rows + deltas;
+      if (last >= slots)
+        problem("events", run_id(run_no), last,
+                "gap: " + std::to_string(last + 1 - slots) + " event seq(s) up to " + std::to_string(last) +
+                  " hold neither an event nor a delta");
+    }
+    if (rows_for_deltas)
+      for (const auto& [run_no, deltas] : delta_counts_)
+        if (has_run(run_no) && !seen.count(run_no))
+          problem("deltas", run_id(run_no), std::nullopt, std::to_string(deltas) + " deltas but 0 stream.delta events");
   }
 
   // Questions: every resolution answers a request of its run, once; a
@@ -213,10 +235,7 @@ public:
                 "still 'running' although recovery settled it (bridge.recovered at seq " + std::to_string(recovered_at) +
                   "): its terminal status is missing");
       if (recovered_at >= 0) {
-        SQLite::Statement last(db_, "SELECT max(seq) FROM events WHERE run_no=?");
-        last.bind(1, current);
-        last.executeStep();
-        if (last.getColumn(0).getInt64() != recovered_at)
+        if (run_events(db_).count(current) != recovered_at + 1)
           problem("events", run_id(current), recovered_at, "events after bridge.recovered, which ends a run");
       }
     };
@@ -323,7 +342,7 @@ verify_report verify_log(SQLite::Database& db) {
   if (exists("events"))
     check.step("events", [&] { check.sequences("events", report.events); });
   if (exists("deltas") && exists("events")) {
-    check.step("events", [&] { check.deltas_match_events(); });
+    check.step("events", [&] { check.event_slots(); });
     check.step("events", [&] { check.questions_and_endings(); });
   }
   if (exists("sessions"))

@@ -3,6 +3,7 @@
 #include "storage/log_file.hpp"
 #include "storage/private_files.hpp"
 #include "storage/recovery.hpp"
+#include "storage/run_events.hpp"
 
 #include <sqlite3.h>
 
@@ -87,6 +88,7 @@ bool log_writer::append_delta(const std::string& run_id, const std::string& text
   insert_delta_->exec();
   insert_delta_->reset();
   ++run->next_delta;
+  ++run->next_event; // its stream.delta event's seq, which only `deltas` holds (run_events.hpp)
   ++pending_rows_;
   return true;
 }
@@ -107,6 +109,15 @@ bool log_writer::append_event(const std::string& run_id, const std::string& body
   auto* run = find(run_id);
   if (!run)
     return false;
+  insert_event(*run, body, at);
+  return true;
+}
+
+bool log_writer::put_imported_event(const std::string& run_id, int64_t seq, const std::string& body, double at) {
+  auto* run = find(run_id);
+  if (!run)
+    return false;
+  run->next_event = seq;
   insert_event(*run, body, at);
   return true;
 }
@@ -182,14 +193,11 @@ std::optional<continued_run> log_writer::continue_run(const std::string& run_id,
   if (!row.executeStep())
     return std::nullopt;
   open_run_state run{row.getColumn(0).getInt64()};
-  auto next = [&](const char* table) {
-    SQLite::Statement q(db_, std::string("SELECT coalesce(max(seq) + 1, 0) FROM ") + table + " WHERE run_no=?");
-    q.bind(1, run.run_no);
-    q.executeStep();
-    return q.getColumn(0).getInt64();
-  };
-  run.next_delta = next("deltas");
-  run.next_event = next("events");
+  SQLite::Statement deltas(db_, "SELECT coalesce(max(seq) + 1, 0) FROM deltas WHERE run_no=?");
+  deltas.bind(1, run.run_no);
+  deltas.executeStep();
+  run.next_delta = deltas.getColumn(0).getInt64();
+  run.next_event = run_events(db_).count(run.run_no);
   continued_run out;
   out.host_seq = static_cast<uint64_t>(row.getColumn(1).getInt64());
   if (in_tx_)

@@ -45,6 +45,9 @@ public:
   // Returns false for a run that is not open (late callbacks after its end).
   bool append_delta(const std::string& run_id, const std::string& text, double at);
   bool append_event(const std::string& run_id, const std::string& body, double at);
+  // For `import`: an event at the seq the exported log gave it (the seqs
+  // between are its deltas').
+  bool put_imported_event(const std::string& run_id, int64_t seq, const std::string& body, double at);
   void close_run(const std::string& run_id, std::string_view status,
                  const std::optional<std::string>& result,
                  const std::optional<std::string>& error, double ended_at);

@@ -2,6 +2,7 @@
 
 #include "protocol/json_text.hpp"
 #include "storage/cut_turn.hpp"
+#include "storage/run_events.hpp"
 
 #include <vector>
 
@@ -150,15 +151,12 @@ recovery_report recover_open_runs(SQLite::Database& db, double now, const std::s
       }
     }
   }
-  SQLite::Statement next_seq(db, "SELECT coalesce(max(seq) + 1, 0) FROM events WHERE run_no=?");
+  run_events events(db);
   SQLite::Statement append(db, "INSERT INTO events(run_no, seq, at, body) VALUES(?, ?, ?, ?)");
   SQLite::Statement finish(db,
     "UPDATE runs SET status='interrupted', error=?, ended_at=?, result=? WHERE run_no=?");
   for (int64_t run_no : live) {
-    next_seq.bind(1, run_no);
-    next_seq.executeStep();
-    int64_t seq = next_seq.getColumn(0).getInt64();
-    next_seq.reset();
+    int64_t seq = events.count(run_no);
     auto add = [&](const std::string& body) {
       append.bind(1, run_no);
       append.bind(2, seq++);

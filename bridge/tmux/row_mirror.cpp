@@ -48,7 +48,7 @@ void row_mirror::text(const std::string& content) {
   if (content.empty())
     return;
   // Rows are whole messages: keep consecutive ones apart as the TUI does.
-  // (The log writer records each delta's stream.delta event itself.)
+  // (Each delta is its stream.delta event as well: storage/run_events.hpp.)
   sink_.delta(spoke_ ? "\n\n" + content : content);
   spoke_ = true;
 }

@@ -29,8 +29,8 @@ struct reader_fixture : hb::test::log_fixture {
   }
 
   output_reply output(const std::string& run_id, int64_t cursor = 0, int64_t max_bytes = 0,
-                      bool include_output = true) {
-    auto reply = ask<output_reply>(reader, output_query{run_id, cursor, 0, include_output, max_bytes});
+                      bool include_output = true, int64_t event_cursor = 0) {
+    auto reply = ask<output_reply>(reader, output_query{run_id, cursor, event_cursor, include_output, max_bytes});
     CAF_REQUIRE(reply);
     return *reply;
   }
@@ -67,7 +67,9 @@ CAF_TEST(output honours the cursor and says whether anything is new) {
   reply = output("r1", 2, 0, true); // the whole output, and the delta since the cursor
   CAF_CHECK_EQUAL(field(reply.line, "output"), "abc");
   CAF_CHECK_EQUAL(field(reply.line, "delta"), "c");
-  reply = output("r1", 3, 0, false);
+  reply = output("r1", 3, 0, false, 2); // the last delta's event is new
+  CAF_CHECK(reply.news);
+  reply = output("r1", 3, 0, false, 3); // each delta is an event as well
   CAF_CHECK_EQUAL(field(reply.line, "delta"), "");
   CAF_CHECK(!reply.news);
   CAF_CHECK(!reply.done);

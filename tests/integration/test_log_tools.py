@@ -48,6 +48,18 @@ def raw_result(b: Bridge, run_id: str) -> bytes:
     return b.raw((json.dumps({"action": "get_result", "run_id": run_id}) + "\n").encode())
 
 
+def logged_events(db, run_id: str) -> list[str]:
+    """A run's events as storage/FORMAT.md lays them out: its rows of `events`,
+    and in the seqs they leave free, its deltas as stream.delta events."""
+    with read_only(db) as c:
+        run_no = c.execute("SELECT run_no FROM runs WHERE run_id=?", (run_id,)).fetchone()[0]
+        rows = dict(c.execute("SELECT seq, body FROM events WHERE run_no=?", (run_no,)))
+        deltas = [t for (t,) in c.execute("SELECT text FROM deltas WHERE run_no=? ORDER BY seq", (run_no,))]
+    texts = iter(deltas)
+    return [rows[seq] if seq in rows else json.dumps({"event": "stream.delta", "delta": next(texts)})
+            for seq in range(len(rows) + len(deltas))]
+
+
 class LogTools(unittest.TestCase):
     """One daemon writes the runs every test reads; it is stopped before the
     tests run (except for the one listing taken while it was serving)."""
@@ -210,11 +222,7 @@ class LogTools(unittest.TestCase):
                 self.assertEqual(p.returncode, 0, p.stderr)
                 lines = p.stdout.decode().splitlines()
                 self.assertEqual([json.loads(line) for line in lines], self.result(run_id)["events"])
-                with read_only(self.db) as c:
-                    bodies = [row[0] for row in c.execute(
-                        "SELECT body FROM events WHERE run_no=(SELECT run_no FROM runs WHERE run_id=?)"
-                        " ORDER BY seq", (run_id,))]
-                self.assertEqual(lines, bodies)
+                self.assertEqual(lines, logged_events(self.db, run_id))
                 # get_result splices the same bodies into its answer.
                 self.assertIn(('"events": [' + ", ".join(lines) + "]").encode(), self.results[run_id])
 

@@ -73,11 +73,11 @@ class Verify(unittest.TestCase):
         p = verify("--db", str(self.db))
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         first = p.stdout.decode().splitlines()[0]
-        self.assertIn(": healthy (schema version 4, 4 sessions, 5 runs", first)
+        self.assertIn(": healthy (schema version 5, 4 sessions, 5 runs", first)
         self.assertIn("integrity_check: ok", first)
         report = json.loads(verify("--db", str(self.db), "--json").stdout)
         self.assertEqual((report["ok"], report["verdict"], report["schema_version"], report["integrity_check"]),
-                         (True, "healthy", 4, "ok"))
+                         (True, "healthy", 5, "ok"))
         self.assertEqual(report["problems"], [])
         self.assertEqual(report["live_runs"], 0)
 
@@ -96,20 +96,22 @@ class Verify(unittest.TestCase):
         db = self.copy()
         with sqlite3.connect(db) as c:
             run_no, run_id = c.execute("SELECT run_no, run_id FROM runs WHERE session_id='v3'").fetchone()
-            c.execute("DELETE FROM events WHERE run_no=? AND seq=3", (run_no,))
+            seqs = [seq for (seq,) in c.execute("SELECT seq FROM events WHERE run_no=? ORDER BY seq", (run_no,))]
+            self.assertGreater(len(seqs), 1)
+            c.execute("DELETE FROM events WHERE run_no=? AND seq=?", (run_no, seqs[0]))
             c.execute("UPDATE runs SET status='running', ended_at=NULL, result=NULL WHERE run_id=?", (self.cut_run,))
             c.execute("INSERT INTO events VALUES(4242, 0, 1.0, '{\"event\": \"step\"}')")
         p = verify("--db", str(db))
         self.assertEqual(p.returncode, 5, p.stdout + p.stderr)
         text = p.stdout.decode()
         self.assertIn(": DAMAGED", text)
-        self.assertIn(f"events run {run_id} seq 4: gap: seq 3 missing", text)
+        gap = f"gap: 1 event seq(s) up to {seqs[-1]} hold neither an event nor a delta"
+        self.assertIn(f"events run {run_id} seq {seqs[-1]}: {gap}", text)
         self.assertIn(f"runs run {self.cut_run}: still 'running' although recovery settled it", text)
         self.assertIn("events run run_no 4242: 1 orphan row(s)", text)
         report = json.loads(verify("--db", str(db), "--json").stdout)
         self.assertFalse(report["ok"])
-        self.assertIn({"table": "events", "run_id": run_id, "seq": 4, "problem": "gap: seq 3 missing"},
-                      report["problems"])
+        self.assertIn({"table": "events", "run_id": run_id, "seq": seqs[-1], "problem": gap}, report["problems"])
 
     def test_a_flipped_page(self):
         db = self.copy()

@@ -1,5 +1,6 @@
 #include "storage/log_reader.hpp"
 #include "storage/log_writer.hpp"
+#include "storage/run_events.hpp"
 
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <catch2/catch.hpp>
@@ -11,6 +12,17 @@
 #include <string>
 
 using temp_db = hb::test::temp_log;
+
+namespace {
+
+// A delta's event, as readers build it.
+std::string sd(const std::string& text) {
+  std::string body;
+  hb::storage::stream_delta_body(body, text);
+  return body;
+}
+
+} // namespace
 
 TEST_CASE("appends become visible to readers only when committed", "[storage]") {
   temp_db db;
@@ -28,7 +40,8 @@ TEST_CASE("appends become visible to readers only when committed", "[storage]") 
   auto after = r.read_run("r1", 0, 0);
   REQUIRE(after);
   CHECK(after->deltas == std::vector<std::string>{"hel"});
-  CHECK(after->events == std::vector<std::string>{R"({"event": "x"})"});
+  // A delta is an event as well, in its place among the others.
+  CHECK(after->events == std::vector<std::string>{R"({"event": "stream.delta", "delta": "hel"})", R"({"event": "x"})"});
   CHECK(after->status == "running");
 }
 
@@ -99,15 +112,17 @@ TEST_CASE("a bounded read stops at a moment of the run, deltas and events alike"
   w.close_run("r1", "complete", std::string(R"({"final_response": "all"})"), std::nullopt, 9.0);
   w.commit();
 
-  // 15 bytes: the deltas stop after the second (t=3), so only the event
-  // logged before that (t=2.5) comes with them.
-  auto first = r.read_run("r1", 0, 0, 15);
+  // Events: sd(a) t=2, after 0 t=2.5, sd(b) t=3, after 1, sd(c), after 2, sd(d).
+  // 60 bytes: all four deltas fit (40 bytes), the events stop after
+  // "after 0" (48 + 12 bytes, t=2.5), so only the delta logged before that
+  // (t=2) comes with them.
+  auto first = r.read_run("r1", 0, 0, 60);
   REQUIRE(first);
   CHECK(first->cut);
-  CHECK(first->deltas == std::vector<std::string>{std::string(10, 'a'), std::string(10, 'b')});
-  CHECK(first->events == std::vector<std::string>{"{\"after\": 0}"});
-  CHECK(first->delta_count == 2);
-  CHECK(first->event_count == 1);
+  CHECK(first->deltas == std::vector<std::string>{std::string(10, 'a')});
+  CHECK(first->events == std::vector<std::string>{sd(std::string(10, 'a')), "{\"after\": 0}"});
+  CHECK(first->delta_count == 1);
+  CHECK(first->event_count == 2);
   // As the run stood then: still running, no result yet.
   CHECK(first->status == "running");
   CHECK_FALSE(first->result);
@@ -117,10 +132,11 @@ TEST_CASE("a bounded read stops at a moment of the run, deltas and events alike"
   auto rest = r.read_run("r1", first->delta_count, first->event_count, 1000);
   REQUIRE(rest);
   CHECK_FALSE(rest->cut);
-  CHECK(rest->deltas.size() == 2);
-  CHECK(rest->events.size() == 2);
+  CHECK(rest->deltas.size() == 3);
+  CHECK(rest->events.size() == 5);
+  CHECK(rest->events.front() == sd(std::string(10, 'b')));
   CHECK(rest->delta_count == 4);
-  CHECK(rest->event_count == 3);
+  CHECK(rest->event_count == 7);
   CHECK(rest->status == "complete");
   CHECK(*rest->result == R"({"final_response": "all"})");
 
@@ -141,7 +157,9 @@ TEST_CASE("a bounded read stops at a moment of the run, deltas and events alike"
       break;
   }
   CHECK(deltas.size() == 4);
-  CHECK(events == std::vector<std::string>{"{\"after\": 0}", "{\"after\": 1}", "{\"after\": 2}"});
+  CHECK(events == std::vector<std::string>{sd(std::string(10, 'a')), "{\"after\": 0}", sd(std::string(10, 'b')),
+                                           "{\"after\": 1}", sd(std::string(10, 'c')), "{\"after\": 2}",
+                                           sd(std::string(10, 'd'))});
   CHECK(deltas[3] == std::string(10, 'd'));
 }
 
@@ -154,13 +172,25 @@ TEST_CASE("a bounded read never lets an event of the same instant overtake text"
   w.append_delta("r1", "bbbb", 2.0);
   w.append_event("r1", "{\"after\": \"b\"}", 2.0); // logged after "bbbb", same timestamp
   w.commit();
-  auto first = r.read_run("r1", 0, 0, 4); // room for "aaaa" only
-  REQUIRE(first);
-  CHECK(first->deltas == std::vector<std::string>{"aaaa"});
-  CHECK(first->events.empty());
-  auto second = r.read_run("r1", first->delta_count, first->event_count, 4);
-  CHECK(second->deltas == std::vector<std::string>{"bbbb"});
-  CHECK(second->events == std::vector<std::string>{"{\"after\": \"b\"}"});
+  // Reads with room for one row: "after b" never comes before the text
+  // streamed ahead of it.
+  int64_t d = 0, e = 0;
+  std::vector<std::string> deltas;
+  for (int reads = 0;; ++reads) {
+    REQUIRE(reads < 10);
+    auto step = r.read_run("r1", d, e, 4);
+    REQUIRE(step);
+    deltas.insert(deltas.end(), step->deltas.begin(), step->deltas.end());
+    for (const auto& event : step->events)
+      if (event == "{\"after\": \"b\"}")
+        CHECK(deltas == std::vector<std::string>{"aaaa", "bbbb"});
+    d = step->delta_count;
+    e = step->event_count;
+    if (!step->cut)
+      break;
+  }
+  CHECK(deltas == std::vector<std::string>{"aaaa", "bbbb"});
+  CHECK(e == 3);
 }
 
 TEST_CASE("rolled back appends never reach readers", "[storage]") {

@@ -6,6 +6,7 @@
 #include "storage/log_reader.hpp"
 #include "storage/log_writer.hpp"
 #include "storage/recovery.hpp"
+#include "storage/run_events.hpp"
 #include "storage/schema.hpp"
 
 #include <SQLiteCpp/SQLiteCpp.h>
@@ -124,7 +125,7 @@ TEST_CASE("a writer killed mid-batch keeps its commits and its open run is recov
   CHECK(report.compressions_failed == 1);
 
   hb::storage::log_reader r(path);
-  auto run = r.read_run("r1", 0, 7);
+  auto run = r.read_run("r1", 0, 107); // after the 100 deltas' events and the 7 others
   REQUIRE(run);
   CHECK(run->deltas.size() == 100);
   CHECK(run->status == "interrupted");
@@ -175,7 +176,11 @@ TEST_CASE("a version 2 log is migrated in place: runs gain user_message and host
             " PRIMARY KEY(run_no, seq)) WITHOUT ROWID;"
             "INSERT INTO sessions VALUES('s', 1.0, 1.0, '{}', '[{\"role\": \"user\", \"content\": \"a\"}]', 1, 0);"
             "INSERT INTO runs(run_id, session_id, status, started_at) VALUES('cut', 's', 'running', 1.0);"
-            "INSERT INTO events VALUES(1, 0, 1.0, '{\"event\": \"stream.delta\", \"delta\": \"half\"}');");
+            "CREATE TABLE deltas(run_no INTEGER NOT NULL, seq INTEGER NOT NULL, at REAL NOT NULL, text TEXT NOT NULL,"
+            " PRIMARY KEY(run_no, seq)) WITHOUT ROWID;"
+            "INSERT INTO deltas VALUES(1, 0, 1.0, 'half');"
+            "INSERT INTO events VALUES(1, 0, 1.0, '{\"event\": \"stream.delta\", \"delta\": \"half\"}');"
+            "INSERT INTO events VALUES(1, 1, 1.1, '{\"event\": \"step\"}');");
   }
   hb::storage::log_writer w(dir.file("events.db"));
   CHECK(hb::storage::stored_schema_version(w.database()) == hb::storage::schema_version);
@@ -185,7 +190,9 @@ TEST_CASE("a version 2 log is migrated in place: runs gain user_message and host
   CHECK(q.getColumn(1).getString() == "running");
   CHECK(q.getColumn(2).isNull());
   CHECK(q.getColumn(3).getInt64() == 0);
-  CHECK(w.database().execAndGet("SELECT count(*) FROM events").getInt() == 1);
+  // Version 5: the delta's event row goes, its delta is its event now.
+  CHECK(w.database().execAndGet("SELECT count(*) FROM deltas").getInt() == 1);
+  CHECK(w.database().execAndGet("SELECT group_concat(seq) FROM events").getString() == "1");
   // A run logged before version 3 has no user message: recovery settles it
   // and leaves the history as it was rather than invent half a turn.
   auto report = hb::storage::recover_open_runs(w.database(), 2.0);
@@ -203,11 +210,11 @@ TEST_CASE("a run cut by a crash stays in its session's history", "[recovery]") {
   s.message_count = 2;
   w.put_session(s);
   w.open_run("r1", "s1", 1.0, R"("list the files, then explain")");
-  w.append_event("r1", R"({"event": "stream.delta", "delta": "Listing "})", 1.1);
-  w.append_event("r1", R"({"event": "stream.delta", "delta": "now."})", 1.2);
+  w.append_delta("r1", "Listing ", 1.1);
+  w.append_delta("r1", "now.", 1.2);
   w.append_event("r1", R"({"event": "tool.started", "tool_call_id": "c1", "tool_name": "terminal", "args": {"cmd": "ls"}})", 1.3);
   w.append_event("r1", R"({"event": "tool.completed", "tool_call_id": "c1", "tool_name": "terminal", "args": {"cmd": "ls"}, "result": "a b", "result_preview": "a b"})", 1.4);
-  w.append_event("r1", R"({"event": "stream.delta", "delta": "Two files; "})", 1.5);
+  w.append_delta("r1", "Two files; ", 1.5);
   w.append_event("r1", R"({"event": "tool.started", "tool_call_id": "c2", "tool_name": "terminal", "args": {"cmd": "wc a"}})", 1.6);
   w.commit();
 
@@ -279,14 +286,23 @@ TEST_CASE("a run whose turn goes on in a surviving worker is left running, and t
   for (int i = 0; i < 33; ++i)
     CHECK(run->deltas[static_cast<size_t>(i)] == "d" + std::to_string(i) + " ");
   // The question its dead daemon asked is settled when it is taken up; the
-  // events go on after that in their own sequence.
-  REQUIRE(run->events.size() == 4);
-  auto settled = hb::protocol::json::parse(run->events[2]);
+  // events go on after that in their own sequence, the deltas' among them.
+  REQUIRE(run->events.size() == 37);
+  CHECK(run->event_count == 37);
+  std::vector<std::string> others;
+  for (const auto& e : run->events)
+    if (!hb::storage::is_stream_delta_body(e))
+      others.push_back(e);
+  REQUIRE(others.size() == 4);
+  CHECK(run->events[32] == others[2]);
+  CHECK(run->events[33] == R"({"event": "stream.delta", "delta": "d30 "})");
+  auto settled = hb::protocol::json::parse(others[2]);
   CHECK(settled["event"] == "approval.resolved");
   CHECK(settled["approval_id"] == "a1");
   CHECK(settled["choice"] == "deny");
   CHECK(settled["reason"] == "daemon restarted");
-  CHECK(run->events[3] == R"({"event": "tool.completed"})");
+  CHECK(others[3] == R"({"event": "tool.completed"})");
+  CHECK(run->events.back() == others[3]);
   SQLite::Statement q(w.database(), "SELECT host_seq FROM runs WHERE run_id='goes-on'");
   REQUIRE(q.executeStep());
   CHECK(q.getColumn(0).getInt64() == 44);
