@@ -232,7 +232,7 @@ def run_turn(session: Session, sink: Any, request_json: str) -> list:
     agent = session.agent
     legacy_cwd = workspace if workspace and needs_terminal_cwd() else None
     with GATE.hold(session.profile, exec_ask=True, terminal_cwd=legacy_cwd), \
-            bound_workspace(session.session_id, workspace):
+            bound_workspace(session, workspace):
         session.gateway_timeout_s = gateway_timeout_s(load_config())
         undo = session.bind(sink)
         saved_reasoning = _override_reasoning(agent, req.get("reasoning_effort"))
@@ -347,7 +347,7 @@ def _parameters(func: Any) -> Any:
 
 def release(session: Session) -> None:
     session.sink = None
-    forget_workspace(session.session_id)
+    forget_workspace(session)
     with contextlib.suppress(Exception):
         close = getattr(session.agent, "close", None)
         if callable(close):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import threading
 from typing import Any
 
 from bridge_json import plain, to_json
@@ -24,8 +25,15 @@ from bridge_profiles import DBS, GATE, load_config, section
 # The working directory of a session's tools.
 
 
+# Whose workspace the terminal tool holds under a session id: a session that
+# goes away forgets only its own, never that of a session created after it
+# under the same id (its release can run late, on another thread).
+_workspace_owners: dict[str, Any] = {}
+_workspace_lock = threading.Lock()
+
+
 @contextlib.contextmanager
-def bound_workspace(session_id: str, workspace: str | None):
+def bound_workspace(session: Any, workspace: str | None):
     """Pins the session's workspace on this thread for the agent's tools:
     the session cwd (agent.runtime_cwd) and the terminal tool's per-task cwd
     where the agent has them. Yields False when it has neither: the caller
@@ -47,8 +55,9 @@ def bound_workspace(session_id: str, workspace: str | None):
     if set_session_cwd is not None:
         set_session_cwd(workspace)
     if register_task_env_overrides is not None:
-        with contextlib.suppress(Exception):
-            register_task_env_overrides(session_id, {"cwd": workspace})
+        with _workspace_lock, contextlib.suppress(Exception):
+            register_task_env_overrides(session.session_id, {"cwd": workspace})
+            _workspace_owners[session.session_id] = session
     try:
         yield True
     finally:
@@ -57,16 +66,20 @@ def bound_workspace(session_id: str, workspace: str | None):
                 clear_session_cwd()
 
 
-def forget_workspace(session_id: str) -> None:
+def forget_workspace(session: Any) -> None:
     """Drops the terminal tool's per-task cwd of a session that goes away:
     a session created later under the same id must not run its commands in
     the old one's workspace."""
-    try:
-        from tools.terminal_tool import clear_task_env_overrides
-    except Exception:
-        return
-    with contextlib.suppress(Exception):
-        clear_task_env_overrides(session_id)
+    with _workspace_lock:
+        if _workspace_owners.get(session.session_id) is not session:
+            return  # none, or a later session's
+        del _workspace_owners[session.session_id]
+        try:
+            from tools.terminal_tool import clear_task_env_overrides
+        except Exception:
+            return
+        with contextlib.suppress(Exception):
+            clear_task_env_overrides(session.session_id)
 
 
 def needs_terminal_cwd() -> bool:

@@ -251,6 +251,9 @@ class Worker:
             session = self.sessions.pop(f["handle"], None)
             self.session_ids.pop(f["handle"], None)
         if session is not None:
+            # Now, before the frames after this one: a session created next
+            # under the same id must not find this one's workspace.
+            adapter.forget_workspace(session)
             self.in_thread(lambda: adapter.release(session), "quick")
 
     def named_call(self, f: dict[str, Any], name: str, first: Callable[[], Any]) -> None:

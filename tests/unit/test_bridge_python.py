@@ -10,6 +10,7 @@ import sys
 import tempfile
 import threading
 import time
+import types
 import unittest
 from pathlib import Path
 
@@ -180,6 +181,38 @@ class KwargsTests(unittest.TestCase):
 
         self.assertEqual(bridge_profiles.accepted_kwargs(narrow, {"a": 1, "b": 2, "c": 3}), {"a": 1, "b": 2})
         self.assertEqual(bridge_profiles.accepted_kwargs(wide, {"a": 1, "c": 3}), {"a": 1, "c": 3})
+
+
+class WorkspaceTests(unittest.TestCase):
+    """The terminal tool's per-task cwd, on the fake agent's terminal tool."""
+
+    def setUp(self):
+        sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "fake_agent"))
+        self.addCleanup(sys.path.pop, 0)
+        import bridge_ops
+        from tools import terminal_tool
+        self.ops, self.tool = bridge_ops, terminal_tool
+
+    def bind(self, session, workspace):
+        with self.ops.bound_workspace(session, workspace):
+            pass
+
+    def test_a_session_forgets_only_its_own_workspace(self):
+        old, new = types.SimpleNamespace(session_id="s"), types.SimpleNamespace(session_id="s")
+        self.bind(old, "/tmp/a")
+        self.assertEqual(self.tool.terminal_cwd("s"), "/tmp/a")  # it outlives the turn
+        self.ops.forget_workspace(old)
+        self.assertNotEqual(self.tool.terminal_cwd("s"), "/tmp/a")
+        # A worker forgets at the release frame, and the release's own forget
+        # comes later on another thread, after a new session of the same id
+        # took its workspace: that one stays.
+        self.bind(old, "/tmp/a")
+        self.ops.forget_workspace(old)
+        self.bind(new, "/tmp/b")
+        self.ops.forget_workspace(old)
+        self.assertEqual(self.tool.terminal_cwd("s"), "/tmp/b")
+        self.ops.forget_workspace(new)
+        self.assertNotEqual(self.tool.terminal_cwd("s"), "/tmp/b")
 
 
 if __name__ == "__main__":
