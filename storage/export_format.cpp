@@ -1,6 +1,7 @@
 #include "storage/export_format.hpp"
 
 #include "protocol/json_text.hpp"
+#include "storage/run_events.hpp"
 
 #include <optional>
 
@@ -274,6 +275,8 @@ void export_decoder::line(std::string_view text) {
       row.text = f.str("text");
     else
       row.text = f.json_text("body", json::value_t::object, "a JSON object's text");
+    if (!delta && is_stream_delta_body(row.text))
+      ++run->second.delta_events;
     ++due;
     ++(delta ? bundle_.counts.deltas : bundle_.counts.events);
     if (sink_) {
@@ -308,6 +311,12 @@ export_bundle export_decoder::finish() {
                               " events, " + std::to_string(end_.sessions) + " sessions; the file holds " +
                               std::to_string(c.runs) + ", " + std::to_string(c.deltas) + ", " +
                               std::to_string(c.events) + ", " + std::to_string(c.sessions));
+  // A log keeps a delta's event as the delta itself (run_events.hpp): the
+  // two must agree, or the imported run would read differently.
+  for (const auto& [run_id, run] : runs_)
+    if (run.delta_events != run.next_delta)
+      throw export_damaged(0, "run " + run_id + " has " + std::to_string(run.next_delta) + " deltas but " +
+                                std::to_string(run.delta_events) + " stream.delta events; each delta is one");
   if (bundle_.header.runs != c.runs || bundle_.header.sessions != c.sessions)
     throw export_damaged(1, "the header announces " + std::to_string(bundle_.header.runs) + " runs and " +
                               std::to_string(bundle_.header.sessions) + " sessions; the file holds " +

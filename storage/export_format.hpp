@@ -105,6 +105,7 @@ private:
   struct run_progress {
     size_t index = 0; // in bundle_.runs, when collecting
     int64_t next_delta = 0, next_event = 0;
+    int64_t delta_events = 0; // its stream.delta events: one per delta
   };
 
   export_sink* sink_ = nullptr;

@@ -154,6 +154,12 @@ TEST_CASE("damaged exports are refused with the line", "[app]") {
   open[2].replace(open[2].find("\"ended_at\": 1718000001.0"), 24, "\"ended_at\": null");
   CHECK(damage(open).find("has no ended_at") != std::string::npos);
 
+  auto unmatched = good; // the delta without its event
+  unmatched.erase(unmatched.begin() + 4);
+  unmatched[4] = encode_event("r1", {0, 1718000000.7, R"({"event": "step", "step_info": null})"});
+  unmatched.back() = encode_end({1, 1, 1, 1});
+  CHECK(damage(unmatched).find("run r1 has 1 deltas but 0 stream.delta events") != std::string::npos);
+
   auto blank = good; // blank lines and CRLF endings are harmless
   blank.insert(blank.begin() + 1, "");
   blank[2] += "\r";
