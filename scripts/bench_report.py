@@ -196,7 +196,9 @@ def rows_for(name: str, seed: dict, ours: dict, P: dict, ctx: dict, *, full_size
                     factor(s, o, "lower"), target, met,
                     f"{P['w4_deltas']} deltas {P['w4_ms']} ms apart per session; seed: "
                     f"{seed.get('poll100.sessions', 0):.0f} sessions (its runs are serialised), ours: "
-                    f"{ours.get(f'{mode}.sessions', 0):.0f}" if first else "")
+                    f"{ours.get(f'{mode}.sessions', 0):.0f}; deltas emitted before their client first asked "
+                    f"are left out (they waited for the client): seed {seed.get('poll100.early', 0):.0f}, ours "
+                    f"{ours.get(f'{mode}.early', 0):.0f}" if first else "")
     elif name == "W5":
         n = P["w5_deltas"]
         for key, label, target in (("tail", "tail get_output (seed request: full output included)", "< 1 ms"),
