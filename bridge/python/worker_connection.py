@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterator
 import worker_frames as frames
 
 if TYPE_CHECKING:
-    from worker_main import Turn
+    from worker_turn import Turn
 
 
 class Connection:

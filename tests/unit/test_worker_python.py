@@ -28,7 +28,7 @@ from worker_connection import Connection  # noqa: E402
 
 
 class FakeTurn:
-    """What Connection.send_for needs of worker_main.Turn."""
+    """What Connection.send_for needs of worker_turn.Turn."""
 
     def __init__(self, turn_id: int) -> None:
         self.turn_id, self.seq, self.closed, self.held = turn_id, 0, False, False
