@@ -17,8 +17,10 @@
 #include "protocol/endpoint.hpp"
 #include "protocol/json_text.hpp"
 #include "protocol/trust.hpp"
+#include "storage/log_file.hpp"
 #include "storage/log_startup.hpp"
 #include "storage/recovery.hpp"
+#include "storage/schema.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -151,6 +153,10 @@ int run_serve(const serve_flags& flags, int ready_fd) {
     options.synchronous = flags.synchronous;
     options.skip_integrity_check = flags.skip_integrity_check;
     options.check_before_serving_max_bytes = flags.integrity_check_max_mb << 20;
+    int found = storage::stored_schema_version(db_path);
+    if (found > 0 && found < storage::schema_version) // a rewrite of the log: minutes for a large one
+      log_event(log_level::info, "log.migrating", "bringing the event log up to this build's schema, once",
+                {{"path", db_path}, {"from", std::to_string(found)}, {"to", std::to_string(storage::schema_version)}});
     log = storage::open_for_serving(db_path, options, actors::now_seconds());
   } catch (const std::exception& e) {
     return refuse_to_start("cannot serve event log " + db_path + ": " + e.what());

@@ -13,6 +13,16 @@ int stored_schema_version(SQLite::Database& db) {
   return get.executeStep() ? std::stoi(get.getColumn(0).getString()) : 0;
 }
 
+int stored_schema_version(const std::string& path) {
+  try {
+    SQLite::Database db(path, SQLite::OPEN_READONLY);
+    db.setBusyTimeout(5000);
+    return stored_schema_version(db);
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
 void prepare_log(SQLite::Database& db, const std::string& synchronous) {
   db.setBusyTimeout(5000);
   std::string mode = db.execAndGet("PRAGMA journal_mode=WAL").getString();

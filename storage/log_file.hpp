@@ -14,5 +14,8 @@ void prepare_log(SQLite::Database& db, const std::string& synchronous);
 
 // 0 for a file that holds no event log yet.
 int stored_schema_version(SQLite::Database& db);
+// The same for the file at `path`, read only; 0 when there is none or it
+// cannot be read (opening it for writing says why).
+int stored_schema_version(const std::string& path);
 
 } // namespace hb::storage
