@@ -99,7 +99,8 @@ TEST_CASE("times survive the round trip bit for bit", "[app]") {
       return r;
     }()));
     d.line(line);
-    d.line(encode_end({0, 1, 1, 0}));
+    d.line(encode_event("r", {0, t, R"({"event": "stream.delta", "delta": "x"})"})); // each delta is an event too
+    d.line(encode_end({0, 1, 1, 1}));
     CHECK(d.finish().runs[0].deltas[0].at == t);
   }
 }
