@@ -69,7 +69,11 @@ std::string get_output_line(const storage::run_snapshot& run, int64_t cursor, bo
   if (include_output)
     w.str("output", output);
   w.boolean("done", done);
-  optional_raw(w, "result", done ? run.result : std::nullopt);
+  // Not `done ? run.result : nullopt`: that conditional copies the result.
+  if (done)
+    optional_raw(w, "result", run.result);
+  else
+    w.null("result");
   optional_str(w, "error", run.error);
   w.raw("events", events).integer("event_cursor", run.event_count);
   return w.finish();

@@ -45,16 +45,21 @@ namespace {
 bool fit_to_splice(std::string& text, bool must_be_object) {
   if (nests_deeper_than(text, max_agent_json_depth))
     return false;
-  std::string fixed = replace_lone_surrogate_escapes(text);
+  // A copy only for text with \u escapes: a long run's result has none to
+  // fix, and copying it is as much memory again.
+  bool escapes = text.find("\\u") != std::string::npos || text.find("\\U") != std::string::npos;
+  std::string fixed = escapes ? replace_lone_surrogate_escapes(text) : std::string();
+  const std::string& checked = escapes ? fixed : text;
   // accept() runs the parser without building anything (and without recursion).
-  if (!json::accept(fixed))
+  if (!json::accept(checked))
     return false;
   if (must_be_object) {
-    size_t first = fixed.find_first_not_of(" \t\r\n");
-    if (first == std::string::npos || fixed[first] != '{')
+    size_t first = checked.find_first_not_of(" \t\r\n");
+    if (first == std::string::npos || checked[first] != '{')
       return false;
   }
-  text = std::move(fixed);
+  if (escapes)
+    text = std::move(fixed);
   return true;
 }
 

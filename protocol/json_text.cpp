@@ -71,6 +71,20 @@ std::string to_valid_utf8(std::string_view bytes) {
   return out;
 }
 
+bool is_valid_utf8(std::string_view bytes) {
+  for (size_t i = 0; i < bytes.size();) {
+    if (static_cast<unsigned char>(bytes[i]) < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t n = utf8_sequence_length(bytes, i);
+    if (n == 0)
+      return false;
+    i += n;
+  }
+  return true;
+}
+
 void append_quoted(std::string& out, std::string_view s) {
   out += '"';
   for (char ch : s) {

@@ -33,6 +33,7 @@ std::string py_repr_string(std::string_view utf8);
 
 // Valid UTF-8 in, valid UTF-8 out: any ill-formed sequence becomes U+FFFD.
 std::string to_valid_utf8(std::string_view bytes);
+bool is_valid_utf8(std::string_view bytes);
 
 // Python's str.strip() for the whitespace clients actually send.
 std::string py_strip(std::string_view text);

@@ -30,7 +30,8 @@ class Connection:
     they were put, keeps them until the daemon says its log holds them, and
     sends them encoded in one go (worker_frames.encode_items: a turn's
     texts that follow each other as one `texts` frame, the turn frames of a
-    round as one `batch`) in one system call. A lock on the hot path made 64
+    round as one `batch`), in one system call unless a big raw field (a
+    long run's result) goes as its own. A lock on the hot path made 64
     turn threads queue behind whichever of them the GIL had just paused while
     it held the lock: 25 us of CPU per delta instead of 1 to 2.
 
@@ -389,7 +390,8 @@ class Connection:
                 continue
             try:
                 # Encoded here, on the one writer thread, not on the agents'.
-                sock.sendall(frames.encode_items(bodies))
+                for chunk in frames.encode_items(bodies):
+                    sock.sendall(chunk)
             except (OSError, frames.FrameError):
                 with self.cond:
                     if not self.outlives_daemon:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import contextlib
+import ctypes
 import itertools
 import json
 import os
@@ -152,6 +153,9 @@ class Worker:
                 with self.lock:
                     self.turns.pop(f["turn"], None)
                 self.close_gateway_questions(turn_id=f["turn"])
+            # The result and the history go raw (worker_frames.Raw), and only
+            # as bytes: replacing them in `parts` lets their texts go.
+            parts[1], parts[3] = frames.raw(parts[1]), frames.raw(parts[3])
             self.conn.end_turn(sink, status=parts[0], result=parts[1], error=parts[2], history=parts[3],
                                message_count=int(parts[4] or 0))
         threading.Thread(target=run, name=f"hermes-bridge-turn-{f['turn']}", daemon=True).start()
@@ -296,7 +300,21 @@ def serve(worker: Worker, inbox: Any) -> bool:
         return False  # the daemon went away with frames of ours unread: gone all the same, as at EOF
 
 
+def return_big_frees() -> None:
+    """glibc raises its mmap threshold after each big free, so that later
+    big strings (a long run's result, its frame) come from the heap and stay
+    in the worker's RSS once freed. A fixed threshold gives them back (the
+    daemon does the same)."""
+    try:
+        libc = ctypes.CDLL(None)
+        libc.mallopt(-3, 4 << 20)  # M_MMAP_THRESHOLD
+        libc.mallopt(-1, 8 << 20)  # M_TRIM_THRESHOLD
+    except (OSError, AttributeError):
+        pass  # not glibc
+
+
 def main(argv: list[str]) -> int:
+    return_big_frees()
     parser = argparse.ArgumentParser(prog="hermes-bridge-worker")
     parser.add_argument("--fd", type=int, required=True)
     parser.add_argument("--agent-root", default="")

@@ -1,9 +1,12 @@
 #include "bridge/worker/frames.hpp"
 
+#include "protocol/json_text.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace hb::bridge::worker {
 
@@ -312,10 +315,36 @@ template <class Variant, size_t I> Variant decode_kind(json& body, const std::st
   }
 }
 
+// A body's raw fields (FRAMES.md) become string fields holding their JSON
+// text, as a version 3 worker sent them: the structs are the same.
+void take_raw_fields(json& body, std::string_view tail) {
+  auto raw = body.is_object() ? body.find("raw") : body.end();
+  if (raw == body.end() || !raw->is_array())
+    throw frame_error("frame with bytes after its object but no raw list");
+  json names = std::move(*raw);
+  body.erase("raw");
+  size_t at = 0;
+  for (const json& entry : names) {
+    if (!entry.is_array() || entry.size() != 2 || !entry[0].is_string() || entry[0] == "t" ||
+        !entry[1].is_number_unsigned() || entry[1].get<uint64_t>() > tail.size() - at)
+      throw frame_error("frame: raw is not a list of [field, byte count] within the frame");
+    size_t n = entry[1].get<size_t>();
+    if (!protocol::is_valid_utf8(tail.substr(at, n)))
+      throw frame_error("frame: raw field " + entry[0].get<std::string>().substr(0, 40) + " is not UTF-8");
+    body[entry[0].get<std::string>()] = std::string(tail.substr(at, n));
+    at += n;
+  }
+  if (at != tail.size())
+    throw frame_error("frame: bytes after its raw fields");
+}
+
 template <class Variant> Variant decode_any(std::string_view text) {
-  json body = json::parse(text.begin(), text.end(), nullptr, false);
+  size_t end = std::min(text.find('\n'), text.size()); // JSON text from json.dumps holds no newline
+  json body = json::parse(text.begin(), text.begin() + end, nullptr, false);
   if (body.is_discarded())
     throw frame_error("frame body is not JSON");
+  if (end < text.size())
+    take_raw_fields(body, text.substr(end + 1));
   return decode_body<Variant>(body);
 }
 
@@ -330,9 +359,9 @@ template <class Variant> Variant decode_body(json& body) {
 
 } // namespace
 
-// Version 2 lacks only `texts`, which a daemon of version 3 reads and never
-// needs to send.
-bool compatible_version(int64_t version) { return version == 2 || version == frames_version; }
+// Version 2 lacks `texts` and version 3 raw fields, which this daemon reads
+// and never needs to send.
+bool compatible_version(int64_t version) { return version >= 2 && version <= frames_version; }
 
 std::string encode(const to_worker& frame) { return encode_any(frame); }
 std::string encode(const from_worker& frame) { return encode_any(frame); }
@@ -340,9 +369,14 @@ to_worker decode_to_worker(std::string_view body) { return decode_any<to_worker>
 from_worker decode_from_worker(std::string_view body) { return decode_any<from_worker>(body); }
 
 void frame_reader::feed(const char* data, size_t size) {
+  drop_taken();
+  buffer_.append(data, size);
+}
+
+void frame_reader::drop_taken() {
   if (start_ > 0 && start_ == buffer_.size()) {
-    // After a big frame the buffer would keep its size for the worker's
-    // whole life (a 100 MB turn's outcome): let it go.
+    // After a big frame the buffer would keep its size until the next read,
+    // or for the worker's whole life (a 100 MB turn's outcome): let it go.
     if (buffer_.capacity() > (4u << 20))
       std::string().swap(buffer_);
     else
@@ -352,7 +386,6 @@ void frame_reader::feed(const char* data, size_t size) {
     buffer_.erase(0, start_); // what was handed out goes, without moving every byte per frame
     start_ = 0;
   }
-  buffer_.append(data, size);
 }
 
 std::optional<std::string> frame_reader::next() {
@@ -377,27 +410,25 @@ std::optional<std::string> frame_reader::next() {
         buffer_.reserve(step);
       return std::nullopt;
     }
-    std::string part;
+    if (partial_.size() + n > max_frame_bytes)
+      throw frame_error("frame of more than " + std::to_string(max_frame_bytes) + " bytes");
+    if (more || !partial_.empty()) { // a part of a big frame: straight onto the others
+      partial_.append(buffer_, start_ + 4, n);
+      start_ += 4 + n;
+      drop_taken();
+      if (more)
+        continue;
+      return std::exchange(partial_, std::string());
+    }
     if (start_ == 0 && buffer_.size() == 4 + size_t{n}) { // the whole buffer: hand it over, no copy
-      part = std::move(buffer_);
+      std::string part = std::move(buffer_);
       part.erase(0, 4);
       buffer_ = std::string();
-    } else {
-      part = buffer_.substr(start_ + 4, n);
-      start_ += 4 + n;
-    }
-    if (partial_.size() + part.size() > max_frame_bytes)
-      throw frame_error("frame of more than " + std::to_string(max_frame_bytes) + " bytes");
-    if (more) {
-      partial_ += part;
-      continue;
-    }
-    if (partial_.empty())
       return part;
-    std::string body = std::move(partial_);
-    partial_ = std::string();
-    body += part;
-    return body;
+    }
+    std::string part = buffer_.substr(start_ + 4, n);
+    start_ += 4 + n;
+    return part;
   }
 }
 

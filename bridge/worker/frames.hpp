@@ -17,7 +17,7 @@ namespace hb::bridge::worker {
 // The version of this format (FRAMES.md, "Versions"): in `ready`, `attach`
 // and `attached`. A daemon re-attaches only to workers whose version it
 // lists in compatible_version(); a worker it starts must speak this one.
-constexpr int64_t frames_version = 3;
+constexpr int64_t frames_version = 4;
 bool compatible_version(int64_t version);
 
 // ---- daemon -> worker --------------------------------------------------------
@@ -224,6 +224,8 @@ public:
   size_t buffered() const { return buffer_.size() - start_ + partial_.size(); }
 
 private:
+  void drop_taken();
+
   std::string buffer_;
   std::string partial_; // the parts so far of a frame sent in parts
   size_t start_ = 0;

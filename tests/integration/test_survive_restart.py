@@ -272,7 +272,7 @@ class SurviveRestart(unittest.TestCase):
         # version understands.
         record_path = b.dir / "run" / "hermes-bridge" / "workers" / f"worker-{pid}.json"
         record = json.loads(record_path.read_text())
-        record_path.write_text(json.dumps({**record, "version": 4}))
+        record_path.write_text(json.dumps({**record, "version": 99}))
         again = restarted(b)
         self.addCleanup(again.stop)
         self.assertIn("worker.drained", again.stderr())

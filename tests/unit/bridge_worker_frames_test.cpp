@@ -253,3 +253,36 @@ TEST_CASE("worker frames: one part may not announce more than the part size", "[
   empty_part.feed(more_but_empty, 4);
   REQUIRE_THROWS_AS(empty_part.next(), frame_error);
 }
+
+// Version 4: a worker sends a turn's result and history raw, after the
+// frame's object; the daemon reads them as the JSON texts a version 3
+// worker sent as strings.
+TEST_CASE("worker frames: raw fields after the object decode as their JSON text", "[worker]") {
+  std::string result = R"({"final_response": "h\u00e9 \"q\"", "messages": [1, 2]})";
+  std::string body = R"({"t": "turn_end", "turn": 3, "seq": 9, "status": "complete", "error": null, )"
+                     R"("message_count": 2, "raw": [["result", )" +
+                     std::to_string(result.size()) + R"(], ["history", 6]]})" + "\n" + result + "[1, 2]";
+  auto end = std::get<turn_end>(decode_from_worker(body));
+  CHECK(end.turn == 3);
+  CHECK(end.seq == 9);
+  CHECK(end.result == result);
+  CHECK(end.history == std::string("[1, 2]"));
+  CHECK(!end.error);
+  CHECK(end.message_count == 2);
+  // What it encodes again is a plain version 3 frame (the daemon never sends raw fields).
+  auto again = std::get<turn_end>(decode_from_worker(body_of(encode(from_worker{end}))));
+  CHECK(again.result == result);
+  CHECK(again.history == std::string("[1, 2]"));
+}
+
+TEST_CASE("worker frames: raw fields that do not add up are refused", "[worker]") {
+  const std::string head = R"({"t": "turn_end", "turn": 1, "seq": 1, "status": "complete", "error": null, )"
+                           R"("history": null, "message_count": 0)";
+  for (const std::string bad : {head + "}\n{}",                                      // bytes but no raw list
+                                head + R"(, "raw": [["result", 5]]})" + "\n{}",        // past the end
+                                head + R"(, "raw": [["result", 1]]})" + "\n{}",        // bytes left over
+                                head + R"(, "raw": [["t", 2]]})" + "\n{}",             // the kind itself
+                                head + R"(, "raw": [["result"]]})" + "\n{}",           // not a pair
+                                head + R"(, "raw": [["result", 3]]})" + "\n\"\xff\""}) // not UTF-8
+    REQUIRE_THROWS_AS(decode_from_worker(bad), frame_error);
+}

@@ -67,6 +67,35 @@ class FrameCodec(unittest.TestCase):
         with self.assertRaises(frames.FrameError):  # an announced part that never comes
             frames.read(io.BytesIO(data[:frames.MAX_PART_BYTES + 4]))
 
+    def test_raw_fields_follow_the_object_unescaped_and_read_back_as_json_text(self):
+        result = '{"final_response": "h\u00e9 \\"quoted\\"", "messages": [1, 2]}'
+        data = frames.encode("turn_end", {"turn": 3, "seq": 9, "status": "complete", "result": frames.Raw(result),
+                                          "error": None, "history": frames.raw("[1, 2]"), "message_count": 2})
+        body = data[4:]
+        head, _, tail = body.partition(b"\n")
+        self.assertEqual(json.loads(head)["raw"], [["result", len(result.encode())], ["history", 6]])
+        self.assertEqual(tail, result.encode() + b"[1, 2]")  # as the adapter encoded them: no escaping
+        self.assertEqual(frames.read(io.BytesIO(data)),
+                         {"t": "turn_end", "turn": 3, "seq": 9, "status": "complete", "result": result,
+                          "error": None, "history": "[1, 2]", "message_count": 2})
+        self.assertIsNone(frames.raw(None))
+
+    def test_a_raw_field_over_the_part_size_goes_in_parts_without_copies(self):
+        result = '"' + "y" * (frames.MAX_PART_BYTES + 100) + '"'
+        chunks = frames.encode_items([(1, 4, "turn_end", {"status": "complete", "result": frames.Raw(result),
+                                                          "error": None, "history": None, "message_count": 0})])
+        self.assertTrue(any(isinstance(c, memoryview) for c in chunks))  # views of the raw bytes
+        frame = frames.read(io.BytesIO(b"".join(chunks)))
+        self.assertEqual((frame["t"], frame["seq"], len(frame["result"])), ("turn_end", 4, len(result)))
+
+    def test_bad_raw_lists_are_errors(self):
+        for head, tail in (({"t": "x"}, b"1"), ({"t": "x", "raw": [["a", 5]]}, b"1"),
+                           ({"t": "x", "raw": [["a", 1]]}, b"12"), ({"t": "x", "raw": [["t", 1]]}, b"1"),
+                           ({"t": "x", "raw": [["a", 1]]}, b"\xff")):
+            body = json.dumps(head).encode() + b"\n" + tail
+            with self.assertRaises(frames.FrameError):
+                frames.read(io.BytesIO(struct.pack(">I", len(body)) + body))
+
     def test_a_lone_surrogate_never_breaks_encoding(self):
         data = frames.encode("text", {"turn": 1, "seq": 1, "text": "bad\ud800"})
         self.assertEqual(frames.read(io.BytesIO(data))["text"], "bad?")
@@ -110,6 +139,23 @@ class Batching(ConnectionCase):
         second = frames.read(self.inbox)
         self.assertEqual([(f["t"], f["turn"], f["seq"]) for f in second["frames"]],
                          [("texts", 2, 2), ("turn_end", 2, 3)])
+
+    def test_a_turn_end_with_raw_fields_goes_as_itself_between_batches_in_order(self):
+        a, b = FakeTurn(1), FakeTurn(2)
+        with self.conn.lock:
+            self.conn.send_text(a, "a1 ")
+            self.conn.send_text(b, "b1 ")
+            self.conn.send_for(a, "turn_end", status="complete", result=frames.raw('{"x": 1}'), error=None,
+                               history=frames.raw("[]"), message_count=0)
+            self.conn.send_text(b, "b2 ")
+            self.conn.send_event(b, '{"event": "y"}')
+        first = frames.read(self.inbox)
+        self.assertEqual([(f["t"], f["turn"], f["seq"]) for f in first["frames"]], [("texts", 1, 1), ("texts", 2, 1)])
+        end = frames.read(self.inbox)
+        self.assertEqual((end["t"], end["turn"], end["seq"], end["result"], end["history"]),
+                         ("turn_end", 1, 2, '{"x": 1}', "[]"))
+        third = frames.read(self.inbox)
+        self.assertEqual([(f["t"], f["turn"], f["seq"]) for f in third["frames"]], [("texts", 2, 2), ("event", 2, 3)])
 
     def test_a_turns_texts_that_follow_each_other_go_as_one_texts_frame(self):
         a, b = FakeTurn(1), FakeTurn(2)
