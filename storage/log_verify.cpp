@@ -182,7 +182,7 @@ public:
   // are exactly as many as the run's deltas, up to its last row. A log
   // from before version 5 has a stream.delta row for every delta instead.
   void event_slots() {
-    SQLite::Statement q(db_, "SELECT run_no, count(*), sum(body LIKE '{\"event\": \"stream.delta\", %'), max(seq)"
+    SQLite::Statement q(db_, "SELECT run_no, count(*), sum(" HB_STREAM_DELTA_ROW "), max(seq)"
                              " FROM events GROUP BY run_no");
     bool rows_for_deltas = report_.schema_version < 5;
     std::set<int64_t> seen;

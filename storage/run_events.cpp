@@ -1,6 +1,7 @@
 #include "storage/run_events.hpp"
 
 #include "protocol/json_text.hpp"
+#include "storage/schema.hpp"
 
 namespace hb::storage {
 
@@ -9,7 +10,7 @@ namespace {
 constexpr std::string_view stream_delta_prefix = "{\"event\": \"stream.delta\", \"delta\": ";
 
 // "This row is not a delta's event", for rows from before version 5.
-const std::string not_a_delta_row = "body NOT LIKE '{\"event\": \"stream.delta\", %'";
+const std::string not_a_delta_row = "NOT " HB_STREAM_DELTA_ROW;
 
 } // namespace
 

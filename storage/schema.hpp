@@ -53,6 +53,11 @@ CREATE TABLE IF NOT EXISTS events(
 
 // Steps that bring an older log up to date, applied in order inside one
 // transaction; schema_sql above then only adds what is missing.
+// SQL for "this `events` row is a delta's stream.delta event": a log before
+// version 5 has one per delta; from version 5 on there are none (a macro,
+// to be joined with the literals around it at compile time).
+#define HB_STREAM_DELTA_ROW "body LIKE '{\"event\": \"stream.delta\", %'"
+
 struct migration {
   int from_version;
   const char* sql;
@@ -69,7 +74,7 @@ constexpr migration migrations[] = {
   {3, "ALTER TABLE runs ADD COLUMN host_seq INTEGER NOT NULL DEFAULT 0;"},
   // A delta's text once: its stream.delta event is implied by the seq it
   // leaves free in `events` (run_events.hpp), no longer a row that repeats it.
-  {4, "DELETE FROM events WHERE body LIKE '{\"event\": \"stream.delta\", %';", "events"},
+  {4, "DELETE FROM events WHERE " HB_STREAM_DELTA_ROW ";", "events"},
 };
 
 } // namespace hb::storage

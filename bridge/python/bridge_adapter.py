@@ -19,8 +19,8 @@ import traceback
 from typing import Any
 
 from bridge_json import clean_text, dumps, plain, to_json  # clean_text: C++ uses it for lone surrogates
-from bridge_ops import (bound_workspace, context_info, forget_workspace, needs_terminal_cwd,  # noqa: F401
-                        profile_call, session_call)
+from bridge_ops import context_info, profile_call, session_call  # noqa: F401
+from bridge_workspace import bound_workspace, forget_workspace, needs_terminal_cwd
 from bridge_profiles import (DBS, GATE, PATHS, accepted_kwargs, configure, gateway_timeout_s,
                              load_config, max_iterations_for, model_from, platform_name,
                              reasoning_config_for, section, service_tier_for,

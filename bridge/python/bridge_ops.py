@@ -14,88 +14,12 @@ from __future__ import annotations
 
 import contextlib
 import json
-import threading
 from typing import Any
 
 from bridge_json import plain, to_json
 from bridge_mcp import MCP_OPS
 from bridge_profiles import DBS, GATE, load_config, section
-
-# --------------------------------------------------------------------------
-# The working directory of a session's tools.
-
-
-# Whose workspace the terminal tool holds under a session id: a session that
-# goes away forgets only its own, never that of a session created after it
-# under the same id (its release can run late, on another thread).
-_workspace_owners: dict[str, Any] = {}
-_workspace_lock = threading.Lock()
-
-
-@contextlib.contextmanager
-def bound_workspace(session: Any, workspace: str | None):
-    """Pins the session's workspace on this thread for the agent's tools:
-    the session cwd (agent.runtime_cwd) and the terminal tool's per-task cwd
-    where the agent has them. Yields False when it has neither: the caller
-    then carries the workspace in TERMINAL_CWD (see GATE.hold)."""
-    if not workspace:
-        yield True
-        return
-    try:
-        from agent.runtime_cwd import clear_session_cwd, set_session_cwd
-    except Exception:
-        set_session_cwd = clear_session_cwd = None
-    try:
-        from tools.terminal_tool import register_task_env_overrides
-    except Exception:
-        register_task_env_overrides = None
-    if set_session_cwd is None and register_task_env_overrides is None:
-        yield False
-        return
-    if set_session_cwd is not None:
-        set_session_cwd(workspace)
-    if register_task_env_overrides is not None:
-        with _workspace_lock, contextlib.suppress(Exception):
-            register_task_env_overrides(session.session_id, {"cwd": workspace})
-            _workspace_owners[session.session_id] = session
-    try:
-        yield True
-    finally:
-        if clear_session_cwd is not None:
-            with contextlib.suppress(Exception):
-                clear_session_cwd()
-
-
-def forget_workspace(session: Any) -> None:
-    """Drops the terminal tool's per-task cwd of a session that goes away:
-    a session created later under the same id must not run its commands in
-    the old one's workspace."""
-    with _workspace_lock:
-        if _workspace_owners.get(session.session_id) is not session:
-            return  # none, or a later session's
-        del _workspace_owners[session.session_id]
-        try:
-            from tools.terminal_tool import clear_task_env_overrides
-        except Exception:
-            return
-        with contextlib.suppress(Exception):
-            clear_task_env_overrides(session.session_id)
-
-
-def needs_terminal_cwd() -> bool:
-    """An agent older than agent.runtime_cwd and per-task overrides reads
-    its tools' cwd from TERMINAL_CWD only."""
-    try:
-        from agent.runtime_cwd import set_session_cwd  # noqa: F401
-        return False
-    except Exception:
-        pass
-    try:
-        from tools.terminal_tool import register_task_env_overrides  # noqa: F401
-        return False
-    except Exception:
-        return True
-
+from bridge_workspace import bound_workspace, needs_terminal_cwd
 
 # --------------------------------------------------------------------------
 # Context estimates (Studio's bridge.context.ready and context_estimate).
@@ -175,7 +99,7 @@ def _context_estimate(session: Any, args: dict[str, Any]) -> dict[str, Any]:
     workspace = args.get("workspace") or None
     legacy_cwd = workspace if workspace and needs_terminal_cwd() else None
     with GATE.hold(session.profile, terminal_cwd=legacy_cwd):
-        with bound_workspace(session.session_id, workspace):
+        with bound_workspace(session, workspace):
             return context_info(session.agent, args.get("messages") or [], args.get("instructions"))
 
 

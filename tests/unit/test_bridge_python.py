@@ -4,6 +4,7 @@ environment isolation (the seed's _profile_env semantics) and its gate."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -189,9 +190,9 @@ class WorkspaceTests(unittest.TestCase):
     def setUp(self):
         sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "fake_agent"))
         self.addCleanup(sys.path.pop, 0)
-        import bridge_ops
+        import bridge_workspace
         from tools import terminal_tool
-        self.ops, self.tool = bridge_ops, terminal_tool
+        self.ops, self.tool = bridge_workspace, terminal_tool
 
     def bind(self, session, workspace):
         with self.ops.bound_workspace(session, workspace):
@@ -213,6 +214,16 @@ class WorkspaceTests(unittest.TestCase):
         self.assertEqual(self.tool.terminal_cwd("s"), "/tmp/b")
         self.ops.forget_workspace(new)
         self.assertNotEqual(self.tool.terminal_cwd("s"), "/tmp/b")
+
+    def test_a_context_estimate_binds_the_sessions_workspace(self):
+        import bridge_ops
+        from run_agent import AIAgent
+        session = types.SimpleNamespace(session_id="ctx", profile="default", agent=AIAgent(model="m"))
+        answer = json.loads(bridge_ops.session_call(session, "context_estimate",
+                                                    '{"workspace": "/tmp/ctx-w", "messages": []}'))
+        self.assertIn("token_count", answer)
+        self.assertEqual(self.tool.terminal_cwd("ctx"), "/tmp/ctx-w")
+        self.ops.forget_workspace(session)
 
 
 if __name__ == "__main__":
