@@ -322,6 +322,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--profile", default="default")
     parser.add_argument("--rendezvous", default="")
     parser.add_argument("--orphan-timeout", type=float, default=0.0)
+    parser.add_argument("--warm-nice", type=int, default=0)  # a spare's: its imports yield to running turns
     parser.add_argument("--daemon-key", default="")  # the starting daemon's, in the record: whose worker this is
     args = parser.parse_args(argv)
     # Ctrl-C is for the daemon, which stops its workers itself.
@@ -350,7 +351,8 @@ def main(argv: list[str]) -> int:
         if error:
             say_warm(worker)  # nothing to import: every create_session fails at once with the error
         else:
-            threading.Thread(target=preimport, args=(args.profile, lambda: say_warm(worker)), daemon=True).start()
+            threading.Thread(target=preimport, args=(args.profile, lambda: say_warm(worker), args.warm_nice),
+                             daemon=True).start()
         inbox = conn.inbox
         while inbox is not None:
             if serve(worker, inbox):

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import os
 import sys
+import threading
 from typing import Callable
 
 
@@ -45,13 +47,25 @@ def pay_first_agent_costs(profile_toolsets: list[str] | None) -> None:
         get_environment_probe_line()
 
 
-def preimport(profile: str, say_warm: Callable[[], None]) -> None:
+def nicer_thread(by: int) -> None:
+    """The calling thread, and what it starts from now on (processes, threads),
+    `by` nicer (Linux: niceness is a thread's own). The rest of the worker
+    keeps its priority: only the warm-up gives way."""
+    if by <= 0:
+        return
+    with contextlib.suppress(OSError, AttributeError):
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + by))
+
+
+def preimport(profile: str, say_warm: Callable[[], None], nice: int = 0) -> None:
     """Imports run_agent and FIRST_AGENT_MODULES ahead of the first
     create_session (seconds for the real agent), inside the profile's
     environment as create_session would: its module-level code reads
     HERMES_HOME and loads that home's .env; then pays what a first agent
     pays once (pay_first_agent_costs). Then says `warm`: the daemon places new sessions
-    only on warm workers."""
+    only on warm workers. A spare does it `nice` nicer (nicer_thread)."""
+    nicer_thread(nice)
     try:
         from bridge_profiles import GATE, PATHS, load_config, toolsets_for
         with GATE.hold(profile or "default"):

@@ -39,7 +39,7 @@ std::shared_ptr<worker_pool::slot> worker_pool::pick(const std::string& profile)
                            [](const auto& a, const auto& b) { return a->sessions < b->sessions; });
 }
 
-std::shared_ptr<worker_process> worker_pool::running(slot& s) {
+std::shared_ptr<worker_process> worker_pool::running(slot& s, bool spare) {
   std::lock_guard<std::mutex> start(s.start_mu);
   std::shared_ptr<worker_process> proc;
   struct settled { // however this ends, no start of this slot is on its way any more
@@ -98,7 +98,10 @@ std::shared_ptr<worker_process> worker_pool::running(slot& s) {
   if (make_room)
     make_room->stop(std::chrono::seconds(3)); // gone before the new one starts: the cap holds
   try {
-    proc = worker_process::start(options_.launch, s.profile);
+    launch_options how = options_.launch;
+    if (spare)
+      how.warm_nice = spare_warm_nice;
+    proc = worker_process::start(how, s.profile);
   } catch (const protocol::wire_error&) {
     {
       std::lock_guard<std::mutex> lock(mu_);

@@ -100,7 +100,10 @@ private:
   // At the cap, for a start with a session to serve: a slot other than
   // `needing` starting a spare, to wait for.
   std::shared_ptr<slot> spare_on_its_way(const slot& needing);
-  std::shared_ptr<worker_process> running(slot& s);
+  // A spare warms up nicer (launch_options::warm_nice): it is started
+  // because turns are running, and is not needed until they end.
+  static constexpr int spare_warm_nice = 10;
+  std::shared_ptr<worker_process> running(slot& s, bool spare = false);
   void forget(const std::string& session_id, const worker_process* proc, slot& s);
   friend class worker_session;
 

@@ -110,7 +110,7 @@ void worker_pool::turn_starting(const std::string& profile, const worker_process
   auto self = shared_from_this();
   std::thread([self, spare] {
     try {
-      self->running(*spare);
+      self->running(*spare, true);
     } catch (const std::exception&) {
       // No room or a start that failed: sessions stay on the warm workers.
     }

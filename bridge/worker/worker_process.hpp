@@ -49,6 +49,10 @@ struct launch_options {
   // running and waits for a new daemon to attach (0: it exits at once).
   std::chrono::milliseconds orphan_timeout{180'000};
   std::string daemon_key; // the event log's path: only a daemon of the same log takes the worker over
+  // How much nicer the worker's warm-up thread (the agent's imports, seconds
+  // of CPU for the real one) runs than the rest of it: a spare started
+  // while turns run must not take the cores from them. 0: not nicer.
+  int warm_nice = 0;
 };
 
 struct found_worker;

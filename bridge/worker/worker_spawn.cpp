@@ -62,6 +62,8 @@ std::shared_ptr<worker_process> worker_process::start(const launch_options& how,
     worker_args.insert(worker_args.end(), {"--rendezvous", how.runtime_dir, "--orphan-timeout",
                                            std::to_string(how.orphan_timeout.count() / 1000.0), "--daemon-key",
                                            how.daemon_key});
+  if (how.warm_nice > 0)
+    worker_args.insert(worker_args.end(), {"--warm-nice", std::to_string(how.warm_nice)});
   for (auto& a : bootstrap_args(dir, how.safe_path, worker_args))
     argv.push_back(std::move(a));
   std::vector<char*> c_argv;

@@ -22,6 +22,11 @@ from fake_support.turn import Turn
 # dependencies): a worker that has not finished importing it is not ready.
 if os.environ.get("FAKE_AGENT_IMPORT_DELAY_MS"):
     time.sleep(int(os.environ["FAKE_AGENT_IMPORT_DELAY_MS"]) / 1000.0)
+# For tests of who imports at what priority: the importing thread's
+# niceness, in a file of this process's own.
+if os.environ.get("FAKE_AGENT_IMPORT_NOTE"):
+    with open(f"{os.environ['FAKE_AGENT_IMPORT_NOTE']}.{os.getpid()}", "w") as _note:
+        _note.write(str(os.getpriority(os.PRIO_PROCESS, threading.get_native_id())))
 
 
 def _record_passed_kwargs(init):

@@ -7,8 +7,11 @@ still means that many workers."""
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import time
 import unittest
+from pathlib import Path
 
 from harness import Bridge
 
@@ -62,6 +65,24 @@ class AutomaticWorkers(unittest.TestCase):
                 b.wait_done(run)
             for w in workers(b):
                 self.assertGreater(w["rss_mb"], 1, w)  # health says what each one costs
+
+    def test_a_spare_imports_the_agent_nicer_and_serves_at_the_first_workers_priority(self):
+        notes = Path(tempfile.mkdtemp(prefix="hb-nice-"))
+        self.addCleanup(shutil.rmtree, notes, True)
+        with Bridge(env={"FAKE_AGENT_IMPORT_NOTE": str(notes / "import")}) as b:  # the default flags
+            both = wait_until(lambda: len(warm_pids(b)) == 2 and warm_pids(b))
+            self.assertEqual(len(both), 2, workers(b))
+            # The first worker imports at the daemon's priority: sessions wait
+            # for it. The spare, started once the first is warm, 10 nicer.
+            imported = {pid: int((notes / f"import.{pid}").read_text()) for pid in both}
+            first, spare = sorted(both, key=imported.get)
+            self.assertEqual(imported[spare] - imported[first], 10, imported)
+            # Only its warm-up thread: the process (its reading thread, the
+            # threads its turns run on) keeps the first one's priority.
+            def nice(pid: int) -> int:
+                return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16])
+            self.assertEqual(nice(spare), nice(first))
+            self.assertEqual(nice(first), imported[first])
 
     def test_a_spare_is_warmed_again_when_every_warm_worker_is_busy(self):
         with Bridge(args=WORKER + ["--worker-idle-timeout", "1"]) as b:
