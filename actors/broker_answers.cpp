@@ -115,9 +115,12 @@ bool over_queued_cap(broker_actor* self, const reply_to& to, uint64_t more) {
 
 void append_line(std::vector<char>& buf, const std::string& text) {
   // Grown once to size: a 200 MB answer (a big run's result) appended into
-  // a buffer that doubles held up to three times its size at once.
-  if (buf.capacity() - buf.size() < text.size() + 1) // still doubling for many small lines
-    buf.reserve(std::max(buf.size() + text.size() + 1, 2 * buf.capacity()));
+  // a buffer that doubles held up to three times its size at once. Still
+  // doubling for many small lines; a line as big as the buffer gets exactly
+  // its room.
+  size_t need = buf.size() + text.size() + 1;
+  if (buf.capacity() < need)
+    buf.reserve(text.size() >= buf.capacity() ? need : std::max(need, 2 * buf.capacity()));
   buf.insert(buf.end(), text.begin(), text.end());
   buf.push_back('\n');
 }
@@ -220,7 +223,7 @@ void cut_off(broker_actor* self, const watcher& w, const std::string& why, const
   close_now(self, h); // drops the watcher too
 }
 
-bool push_line(broker_actor* self, const reply_to& to, const std::string& line, const watcher& w) {
+bool push_line(broker_actor* self, const reply_to& to, std::string line, const watcher& w) {
   auto it = self->state.connections.find(to.h.id());
   if (it == self->state.connections.end() || !it->second.owns(to.seq) || it->second.closing)
     return false;
@@ -238,10 +241,10 @@ bool push_line(broker_actor* self, const reply_to& to, const std::string& line, 
     return false;
   }
   if (conn.next_answer > to.seq) {
-    write_line(self, to.h, conn, with_id(line, to.id));
+    write_line(self, to.h, conn, with_id(std::move(line), to.id));
     self->flush(to.h);
   } else {
-    respond(self, to, line); // behind earlier answers on this connection
+    respond(self, to, std::move(line)); // behind earlier answers on this connection
   }
   return true;
 }

@@ -35,8 +35,8 @@ public:
     actors::respond(self_, to, std::move(line));
   }
 
-  bool push(const watcher& w, const std::string& line) override {
-    return push_line(self_, w.to, line, w);
+  bool push(const watcher& w, std::string line) override {
+    return push_line(self_, w.to, std::move(line), w);
   }
 
   void cut_off(const watcher& w, const std::string& why, const char* error_type) override {

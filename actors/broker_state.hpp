@@ -118,7 +118,7 @@ void respond_error(broker_actor* self, const reply_to& to, const protocol::wire_
 void respond_failure(broker_actor* self, const reply_to& to, const caf::error& err);
 // Subscriptions: one more line on a streaming connection; false when the
 // client is too far behind and the stream was ended for it.
-bool push_line(broker_actor* self, const reply_to& to, const std::string& line,
+bool push_line(broker_actor* self, const reply_to& to, std::string line,
                const watcher& w);
 // Ends a subscription with a last line saying why and where to resume.
 void cut_off(broker_actor* self, const watcher& w, const std::string& why, const char* error_type);

@@ -131,7 +131,7 @@ bool output_hub::answer_stream(uint64_t key, watcher& w, output_reply& r) {
     return false;
   }
   if (r.news) {
-    if (!out_.push(w, r.line))
+    if (!out_.push(w, std::move(r.line))) // not read again: the cursors are
       return false; // the stream was ended for a client that stopped reading
     w.cursor = r.cursor;
     w.event_cursor = r.event_cursor;

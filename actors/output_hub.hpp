@@ -52,7 +52,7 @@ public:
     virtual void respond(const reply_to& to, std::string line) = 0;
     // One more line of w's subscription; false when the stream was ended for
     // a client too far behind (its watchers are dropped by then).
-    virtual bool push(const watcher& w, const std::string& line) = 0;
+    virtual bool push(const watcher& w, std::string line) = 0; // by value: a run's last line holds its result
     // Ends w's subscription with a line saying why and where to resume.
     // `error_type`: SlowReader, or HandedOver (end_all).
     virtual void cut_off(const watcher& w, const std::string& why, const char* error_type) = 0;

@@ -41,6 +41,88 @@ bool nests_deeper_than(std::string_view text, size_t limit) {
 
 namespace {
 
+bool hex4(std::string_view s, size_t i, unsigned& unit) {
+  if (i + 4 > s.size())
+    return false;
+  unit = 0;
+  for (size_t k = i; k < i + 4; ++k) {
+    char c = s[k];
+    int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    if (v < 0)
+      return false;
+    unit = unit * 16 + static_cast<unsigned>(v);
+  }
+  return true;
+}
+
+// A string literal's contents, between its quotes, as nlohmann's lexer
+// takes them: valid UTF-8, no control character, known escapes, and a
+// \u escape of a UTF-16 surrogate only as the first of a pair.
+bool valid_string_contents(std::string_view s) {
+  if (!is_valid_utf8(s))
+    return false;
+  for (size_t i = 0; i < s.size();) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20)
+      return false;
+    if (c != '\\') {
+      ++i;
+      continue;
+    }
+    if (i + 1 >= s.size())
+      return false;
+    switch (s[i + 1]) {
+      case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
+        i += 2;
+        continue;
+      case 'u':
+        break;
+      default:
+        return false;
+    }
+    unsigned unit = 0, low = 0;
+    if (!hex4(s, i + 2, unit) || (unit >= 0xDC00 && unit <= 0xDFFF))
+      return false;
+    i += 6;
+    if (unit >= 0xD800 && unit <= 0xDBFF) {
+      if (i + 1 >= s.size() || s[i] != '\\' || s[i + 1] != 'u' || !hex4(s, i + 2, low) || low < 0xDC00 ||
+          low > 0xDFFF)
+        return false;
+      i += 6;
+    }
+  }
+  return true;
+}
+
+} // namespace
+
+bool accepts_json(std::string_view text, size_t long_string) {
+  std::string rest; // the text with each long string checked and left out (as "")
+  size_t copied = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '"')
+      continue;
+    size_t end = i + 1;
+    while (end < text.size() && text[end] != '"')
+      end += text[end] == '\\' ? 2 : 1;
+    if (end >= text.size())
+      break; // unterminated: accept() says so
+    if (end - i - 1 > long_string) {
+      if (!valid_string_contents(text.substr(i + 1, end - i - 1)))
+        return false;
+      rest.append(text, copied, i + 1 - copied); // up to the opening quote; the closing one comes next
+      copied = end;
+    }
+    i = end;
+  }
+  if (copied == 0)
+    return json::accept(text.begin(), text.end());
+  rest.append(text, copied);
+  return json::accept(rest);
+}
+
+namespace {
+
 // The text made acceptable to strict parsers, or nothing when it is not one JSON value.
 bool fit_to_splice(std::string& text, bool must_be_object) {
   if (nests_deeper_than(text, max_agent_json_depth))
@@ -50,8 +132,8 @@ bool fit_to_splice(std::string& text, bool must_be_object) {
   bool escapes = text.find("\\u") != std::string::npos || text.find("\\U") != std::string::npos;
   std::string fixed = escapes ? replace_lone_surrogate_escapes(text) : std::string();
   const std::string& checked = escapes ? fixed : text;
-  // accept() runs the parser without building anything (and without recursion).
-  if (!json::accept(checked))
+  // Without building anything (and without recursion).
+  if (!accepts_json(checked))
     return false;
   if (must_be_object) {
     size_t first = checked.find_first_not_of(" \t\r\n");

@@ -22,6 +22,13 @@ constexpr size_t max_agent_json_depth = 512;
 // does not need the text to be valid JSON.
 bool nests_deeper_than(std::string_view text, size_t limit);
 
+// Whether `text` is one JSON value, as nlohmann::json::accept() says, in
+// less memory: accept() keeps each token twice while it reads it, which for
+// a long run's result (its text in one string) is four times the text. A
+// string longer than `long_string` bytes is checked here instead, and only
+// the rest of the text goes to accept().
+bool accepts_json(std::string_view text, size_t long_string = 4096);
+
 // `text` if it is one valid JSON value (lone surrogate escapes replaced by
 // U+FFFD, as requests get them) nesting at most max_agent_json_depth;
 // otherwise the text itself as a JSON string, so nothing is lost and the

@@ -42,7 +42,7 @@ struct fake_port final : output_hub::port {
 
   void read(uint64_t key, const output_query& query) override { reads.push_back({key, query}); }
   void respond(const reply_to& to, std::string line) override { responses.emplace_back(to, std::move(line)); }
-  bool push(const watcher& w, const std::string& line) override {
+  bool push(const watcher& w, std::string line) override {
     int64_t conn = w.to.h.id();
     if (too_far_behind.count(conn)) {
       cut_off(w, "the client stopped reading", "SlowReader");

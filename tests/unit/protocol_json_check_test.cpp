@@ -9,7 +9,11 @@
 
 #include <cmath>
 #include <limits>
+#include <random>
+#include <string>
+#include <vector>
 
+using hb::protocol::accepts_json;
 using hb::protocol::json;
 using hb::protocol::wire_error;
 
@@ -119,4 +123,48 @@ TEST_CASE("timeouts from outside are clamped to a range a duration can hold", "[
   CHECK(clamp_timeout_s(std::nan("")) == 0);
   CHECK(clamp_timeout_s(std::numeric_limits<double>::infinity()) == hb::protocol::max_timeout_s);
   CHECK(clamp_timeout_s(1e300) == hb::protocol::max_timeout_s);
+}
+
+// accepts_json() checks long strings itself and gives the rest to nlohmann:
+// it must say what nlohmann's accept() says, for any text. Random texts from
+// JSON's pieces and near misses, every string "long" (0 and 2 bytes).
+TEST_CASE("accepts_json says what nlohmann's accept says", "[protocol]") {
+  const std::vector<std::string> pieces = {
+    "{", "}", "[", "]", ",", ":", " ", "\n", "\"", "\"a\"", "\"key\":", "1", "-0.5e3", "01", "1.", "true", "nul",
+    "null", "\\", "\\\"", "\\\\", "\\/", "\\b", "\\n", "\\t", "\\x", "\\u00e9", "\\u12", "\\ud83d\\ude00", "\\ud83d",
+    "\\ude00", "\\ud83dx", "\\uD800\\uDBFF", "\xc3\xa9", "\xc3", "\xed\xa0\x80", "\xf0\x9f\x98\x80", "\xf4\x90\x80\x80",
+    "\x01", "\x7f", "\t", "abc", "\xe2\x82"};
+  std::mt19937 random(17);
+  int valid = 0;
+  for (int n = 0; n < 60000; ++n) {
+    std::string text;
+    if (n % 3 == 0) { // a string value made of pieces: mostly near-valid strings
+      text = "\"";
+      for (int k = random() % 6; k > 0; --k)
+        text += pieces[20 + random() % (pieces.size() - 20)];
+      text += "\"";
+      if (n % 2)
+        text = "{\"k\": [" + text + ", 1]}";
+    } else {
+      for (int k = 1 + random() % 8; k > 0; --k)
+        text += pieces[random() % pieces.size()];
+    }
+    bool expected = json::accept(text);
+    valid += expected;
+    INFO(text);
+    REQUIRE(accepts_json(text, 0) == expected);
+    REQUIRE(accepts_json(text, 2) == expected);
+    REQUIRE(accepts_json(text) == expected);
+  }
+  CHECK(valid > 5000); // the random texts are not all garbage
+}
+
+TEST_CASE("accepts_json checks a long string without handing it to nlohmann", "[protocol]") {
+  std::string long_text(1 << 20, 'x');
+  CHECK(accepts_json("{\"final_response\": \"" + long_text + "\", \"n\": [1, \"" + long_text + "\"]}"));
+  CHECK(!accepts_json("{\"final_response\": \"" + long_text + "\x01\"}"));            // a control character
+  CHECK(!accepts_json("{\"final_response\": \"" + long_text + "\\ud800\"}"));         // a lone surrogate
+  CHECK(!accepts_json("{\"final_response\": \"" + long_text + "\xff\"}"));            // not UTF-8
+  CHECK(!accepts_json("{\"final_response\": \"" + long_text + "\"} trailing"));       // the rest still checked
+  CHECK(!accepts_json("{\"final_response\": \"" + long_text));                        // unterminated
 }
