@@ -125,7 +125,8 @@ def encode_body(body: dict[str, Any]) -> bytes:
 def encode_chunks(body: dict[str, Any]) -> list[Any]:
     """A frame as buffers to write in order: each part's length, then its
     bytes (views of a raw field's, not copies)."""
-    raws = [(key, value) for key, value in body.items() if isinstance(value, Raw)]
+    # The longest last: the daemon gives the frame's buffer to the last one.
+    raws = sorted(((key, value) for key, value in body.items() if isinstance(value, Raw)), key=lambda kv: len(kv[1]))
     if raws:
         body = {key: value for key, value in body.items() if not isinstance(value, Raw)}
         body["raw"] = [[key, len(value.data)] for key, value in raws]

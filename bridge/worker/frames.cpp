@@ -316,8 +316,10 @@ template <class Variant, size_t I> Variant decode_kind(json& body, const std::st
 }
 
 // A body's raw fields (FRAMES.md) become string fields holding their JSON
-// text, as a version 3 worker sent them: the structs are the same.
-void take_raw_fields(json& body, std::string_view tail) {
+// text, as a version 3 worker sent them: the structs are the same. With
+// `owner` (the whole body, `tail` its end) the last field takes the body's
+// buffer instead of a copy: the worker sends the longest last.
+void take_raw_fields(json& body, std::string_view tail, std::string* owner) {
   auto raw = body.is_object() ? body.find("raw") : body.end();
   if (raw == body.end() || !raw->is_array())
     throw frame_error("frame with bytes after its object but no raw list");
@@ -331,6 +333,12 @@ void take_raw_fields(json& body, std::string_view tail) {
     size_t n = entry[1].get<size_t>();
     if (!protocol::is_valid_utf8(tail.substr(at, n)))
       throw frame_error("frame: raw field " + entry[0].get<std::string>().substr(0, 40) + " is not UTF-8");
+    bool last = &entry == &names.back();
+    if (last && owner && at + n == tail.size()) {
+      owner->erase(0, owner->size() - n); // `tail` points into it: nothing reads it after this
+      body[entry[0].get<std::string>()] = std::move(*owner);
+      return;
+    }
     body[entry[0].get<std::string>()] = std::string(tail.substr(at, n));
     at += n;
   }
@@ -338,13 +346,13 @@ void take_raw_fields(json& body, std::string_view tail) {
     throw frame_error("frame: bytes after its raw fields");
 }
 
-template <class Variant> Variant decode_any(std::string_view text) {
+template <class Variant> Variant decode_any(std::string_view text, std::string* owner = nullptr) {
   size_t end = std::min(text.find('\n'), text.size()); // JSON text from json.dumps holds no newline
   json body = json::parse(text.begin(), text.begin() + end, nullptr, false);
   if (body.is_discarded())
     throw frame_error("frame body is not JSON");
   if (end < text.size())
-    take_raw_fields(body, text.substr(end + 1));
+    take_raw_fields(body, text.substr(end + 1), owner);
   return decode_body<Variant>(body);
 }
 
@@ -367,5 +375,9 @@ std::string encode(const to_worker& frame) { return encode_any(frame); }
 std::string encode(const from_worker& frame) { return encode_any(frame); }
 to_worker decode_to_worker(std::string_view body) { return decode_any<to_worker>(body); }
 from_worker decode_from_worker(std::string_view body) { return decode_any<from_worker>(body); }
+from_worker decode_taking(std::string&& body) {
+  std::string owned = std::move(body);
+  return decode_any<from_worker>(owned, &owned);
+}
 
 } // namespace hb::bridge::worker

@@ -213,6 +213,9 @@ std::string encode(const from_worker& frame);
 // A body (without its length) back into a frame; throws frame_error.
 to_worker decode_to_worker(std::string_view body);
 from_worker decode_from_worker(std::string_view body);
+// The same, with the body's buffer given to its last raw field (a long
+// run's result) rather than copied.
+from_worker decode_taking(std::string&& body);
 
 // Cuts a byte stream into bodies. feed() what arrives; next() hands out each
 // complete body once, its parts joined. Throws frame_error on a part over

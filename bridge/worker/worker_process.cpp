@@ -232,7 +232,7 @@ void worker_process::read_loop() {
       // from handle), is our time, not the worker's: it is not silent then.
       reader_busy_ = true;
       while (auto body = frames.next())
-        handle(decode_from_worker(*body));
+        handle(decode_taking(std::move(*body)));
       reader_busy_ = false;
       heard();
     }

@@ -37,6 +37,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       reader.feed(reinterpret_cast<const char*>(data) + i, std::min(chunk, size - i));
       while (auto body = reader.next()) {
         check(*body, decode_from_worker);
+        check(*body, [](const std::string& b) { return decode_taking(std::string(b)); });
         check(*body, decode_to_worker);
       }
     }
@@ -45,6 +46,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // The bytes as one body, too (most inputs never make a whole frame).
   std::string body(reinterpret_cast<const char*>(data), size);
   check(body, decode_from_worker);
+  check(body, [](const std::string& b) { return decode_taking(std::string(b)); });
   check(body, decode_to_worker);
   return 0;
 }

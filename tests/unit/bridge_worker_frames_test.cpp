@@ -263,6 +263,11 @@ TEST_CASE("worker frames: raw fields after the object decode as their JSON text"
                      R"("message_count": 2, "raw": [["result", )" +
                      std::to_string(result.size()) + R"(], ["history", 6]]})" + "\n" + result + "[1, 2]";
   auto end = std::get<turn_end>(decode_from_worker(body));
+  // Taking the body's buffer for the last field reads the same.
+  auto taken = std::get<turn_end>(decode_taking(std::string(body)));
+  CHECK(taken.result == end.result);
+  CHECK(taken.history == end.history);
+  CHECK(taken.message_count == end.message_count);
   CHECK(end.turn == 3);
   CHECK(end.seq == 9);
   CHECK(end.result == result);

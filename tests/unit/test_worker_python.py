@@ -73,8 +73,10 @@ class FrameCodec(unittest.TestCase):
                                           "error": None, "history": frames.raw("[1, 2]"), "message_count": 2})
         body = data[4:]
         head, _, tail = body.partition(b"\n")
-        self.assertEqual(json.loads(head)["raw"], [["result", len(result.encode())], ["history", 6]])
-        self.assertEqual(tail, result.encode() + b"[1, 2]")  # as the adapter encoded them: no escaping
+        # The longest last (the daemon hands the frame's buffer to it), as the
+        # adapter encoded them: no escaping.
+        self.assertEqual(json.loads(head)["raw"], [["history", 6], ["result", len(result.encode())]])
+        self.assertEqual(tail, b"[1, 2]" + result.encode())
         self.assertEqual(frames.read(io.BytesIO(data)),
                          {"t": "turn_end", "turn": 3, "seq": 9, "status": "complete", "result": result,
                           "error": None, "history": "[1, 2]", "message_count": 2})
