@@ -18,7 +18,7 @@ import threading
 import traceback
 from typing import Any
 
-from bridge_json import clean_text, dumps, plain, to_json  # clean_text: C++ uses it for lone surrogates
+from bridge_json import clean_text, dumps, dumps_pieces, plain, to_json  # clean_text: C++ uses it for lone surrogates
 from bridge_ops import context_info, profile_call, session_call  # noqa: F401
 from bridge_workspace import bound_workspace, forget_workspace, needs_terminal_cwd
 from bridge_profiles import (DBS, GATE, PATHS, accepted_kwargs, configure, gateway_timeout_s,
@@ -221,8 +221,10 @@ def _title_after(session: Session, sink: Any, message: Any, result: dict[str, An
                 thread.join(_title_wait_s())
 
 
-def run_turn(session: Session, sink: Any, request_json: str) -> list:
-    """Runs one chat turn on the calling thread; never raises."""
+def run_turn(session: Session, sink: Any, request_json: str, pieces: bool = False) -> list:
+    """Runs one chat turn on the calling thread; never raises. With `pieces`
+    (the worker) its result and history come as dumps_pieces() bytes, the
+    history's pieces also the result's `messages`, rather than as text."""
     req = json.loads(request_json)
     message = req["message"] if "message" in req else req.get("input", "")
     storage = req.get("storage_message")
@@ -266,10 +268,12 @@ def run_turn(session: Session, sink: Any, request_json: str) -> list:
             messages = result.get("messages")
             status = "interrupted" if result.get("interrupted") else "complete"
             # Each part encoded on its own (see turn_outcome in agent_host.hpp).
-            encoded = dumps(result)
             if not isinstance(messages, list):
-                return [status, encoded, None, None, 0]
-            return [status, encoded, None, dumps(messages), len(messages)]
+                return [status, dumps_pieces(result) if pieces else dumps(result), None, None, 0]
+            if pieces:
+                said = dumps_pieces(messages)
+                return [status, dumps_pieces(result, {id(messages): said}), None, said, len(messages)]
+            return [status, dumps(result), None, dumps(messages), len(messages)]
         except BaseException as exc:  # the daemon outlives anything the agent raises
             text = str(exc)
             return ["error", to_json({"error": text, "traceback": traceback.format_exc()}),

@@ -34,18 +34,20 @@ class Raw:
     """A field's JSON text sent as it is, after the frame's object (FRAMES.md,
     "Raw fields"), not as a JSON string inside it: a long run's result is
     then neither escaped by the worker nor unescaped by the daemon. Held as
-    UTF-8 bytes: what a turn keeps until its end is committed."""
+    UTF-8 bytes, in the pieces given (bridge_json.dumps_pieces): what a turn
+    keeps until its end is committed."""
 
-    __slots__ = ("data",)
+    __slots__ = ("pieces", "size")
 
-    def __init__(self, json_text: str) -> None:
-        self.data = json_text.encode("utf-8", "replace")
+    def __init__(self, json_text: str | list[bytes]) -> None:
+        self.pieces = [json_text.encode("utf-8", "replace")] if isinstance(json_text, str) else json_text
+        self.size = sum(len(piece) for piece in self.pieces)
 
     def __len__(self) -> int:
-        return len(self.data)
+        return self.size
 
 
-def raw(json_text: str | None) -> Raw | None:
+def raw(json_text: str | list[bytes] | None) -> Raw | None:
     return None if json_text is None else Raw(json_text)
 
 
@@ -129,11 +131,12 @@ def encode_chunks(body: dict[str, Any]) -> list[Any]:
     raws = sorted(((key, value) for key, value in body.items() if isinstance(value, Raw)), key=lambda kv: len(kv[1]))
     if raws:
         body = {key: value for key, value in body.items() if not isinstance(value, Raw)}
-        body["raw"] = [[key, len(value.data)] for key, value in raws]
+        body["raw"] = [[key, len(value)] for key, value in raws]
     pieces = [_json_bytes(body)]
     if raws:
         pieces.append(b"\n")
-        pieces += [value.data for _, value in raws]
+        for _, value in raws:
+            pieces += value.pieces
     return _parts(pieces)
 
 

@@ -145,7 +145,7 @@ class Worker:
                 session = self.session(f["handle"])
                 with self.lock:
                     self.turns[f["turn"]] = (sink, session)
-                parts = adapter.run_turn(session, sink, f["request"])
+                parts = adapter.run_turn(session, sink, f["request"], pieces=True)
             except BaseException as exc:  # run_turn catches the agent's; this is the adapter's
                 text = clean_text(str(exc))
                 parts = ["error", json.dumps({"error": text, "traceback": traceback.format_exc()}), text, None, 0]
@@ -153,8 +153,8 @@ class Worker:
                 with self.lock:
                     self.turns.pop(f["turn"], None)
                 self.close_gateway_questions(turn_id=f["turn"])
-            # The result and the history go raw (worker_frames.Raw), and only
-            # as bytes: replacing them in `parts` lets their texts go.
+            # The result and the history go raw (worker_frames.Raw), as the
+            # bytes run_turn made (text only for an adapter error).
             parts[1], parts[3] = frames.raw(parts[1]), frames.raw(parts[3])
             self.conn.end_turn(sink, status=parts[0], result=parts[1], error=parts[2], history=parts[3],
                                message_count=int(parts[4] or 0))

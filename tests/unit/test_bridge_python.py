@@ -36,6 +36,29 @@ class JsonTests(unittest.TestCase):
     def test_clean_text_keeps_valid_text(self):
         self.assertEqual(bridge_json.clean_text("héllo 😀"), "héllo 😀")
 
+    def test_dumps_pieces_join_to_dumps_with_long_texts_apart_and_shared_pieces_reused(self):
+        long = "é\"x\n" * (bridge_json.LONG_TEXT // 2)
+        messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": long,
+                                                        "tool_calls": [{"args": {"text": long}}]}]
+        values = [{}, [], "short", long, 1.5, None, [long, long, [{"a": long}]], {"a": {"b": [1, {"c": "d"}]}},
+                  {"final_response": long, "messages": messages, "api_calls": 2, "flags": [True, None]}]
+        for value in values:
+            pieces = bridge_json.dumps_pieces(value)
+            self.assertEqual(b"".join(pieces).decode(), bridge_json.dumps(value))
+        # A long text is a piece of its own; what has none is one piece.
+        self.assertIn(bridge_json.dumps(long).encode(), bridge_json.dumps_pieces({"x": [long]}))
+        self.assertEqual(len(bridge_json.dumps_pieces({"a": {"b": [1, "c"]}})), 1)
+        # Nothing but the caller holds them (a reference cycle would keep a
+        # big run's pieces until the next garbage collection).
+        held = bridge_json.dumps_pieces({"x": [long]})
+        self.assertEqual(sys.getrefcount(held), 2)
+        # The history's pieces are the result's own objects, not copies.
+        result = {"final_response": long, "messages": messages, "n": 1}
+        history = bridge_json.dumps_pieces(messages)
+        pieces = bridge_json.dumps_pieces(result, {id(messages): history})
+        self.assertEqual(b"".join(pieces).decode(), bridge_json.dumps(result))
+        self.assertTrue(all(any(p is h for p in pieces) for h in history))
+
 
 class DotenvTests(unittest.TestCase):
     def test_parsing_rules(self):
