@@ -41,20 +41,6 @@ bool nests_deeper_than(std::string_view text, size_t limit) {
 
 namespace {
 
-bool hex4(std::string_view s, size_t i, unsigned& unit) {
-  if (i + 4 > s.size())
-    return false;
-  unit = 0;
-  for (size_t k = i; k < i + 4; ++k) {
-    char c = s[k];
-    int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-    if (v < 0)
-      return false;
-    unit = unit * 16 + static_cast<unsigned>(v);
-  }
-  return true;
-}
-
 // A string literal's contents, between its quotes, as nlohmann's lexer
 // takes them: valid UTF-8, no control character, known escapes, and a
 // \u escape of a UTF-16 surrogate only as the first of a pair.
@@ -80,13 +66,13 @@ bool valid_string_contents(std::string_view s) {
       default:
         return false;
     }
-    unsigned unit = 0, low = 0;
-    if (!hex4(s, i + 2, unit) || (unit >= 0xDC00 && unit <= 0xDFFF))
+    int unit = escape_unit(s, i);
+    if (unit < 0 || (unit >= 0xDC00 && unit <= 0xDFFF))
       return false;
     i += 6;
     if (unit >= 0xD800 && unit <= 0xDBFF) {
-      if (i + 1 >= s.size() || s[i] != '\\' || s[i + 1] != 'u' || !hex4(s, i + 2, low) || low < 0xDC00 ||
-          low > 0xDFFF)
+      int low = escape_unit(s, i);
+      if (low < 0xDC00 || low > 0xDFFF)
         return false;
       i += 6;
     }

@@ -22,20 +22,6 @@ int hex_value(char c) {
   return -1;
 }
 
-// Code unit of a \uXXXX escape starting at text[i] (the backslash), or -1.
-int escape_unit(std::string_view text, size_t i) {
-  if (i + 6 > text.size() || text[i] != '\\' || text[i + 1] != 'u')
-    return -1;
-  int v = 0;
-  for (size_t k = i + 2; k < i + 6; ++k) {
-    int h = hex_value(text[k]);
-    if (h < 0)
-      return -1;
-    v = v * 16 + h;
-  }
-  return v;
-}
-
 // Where the first ill-formed UTF-8 byte is, with Python's reason for it.
 bool find_bad_utf8(std::string_view s, size_t& pos, const char*& reason) {
   for (size_t i = 0; i < s.size();) {
@@ -140,6 +126,19 @@ std::string without_prefix(const std::string& what) {
 }
 
 } // namespace
+
+int escape_unit(std::string_view text, size_t i) {
+  if (i + 6 > text.size() || text[i] != '\\' || text[i + 1] != 'u')
+    return -1;
+  int v = 0;
+  for (size_t k = i + 2; k < i + 6; ++k) {
+    int h = hex_value(text[k]);
+    if (h < 0)
+      return -1;
+    v = v * 16 + h;
+  }
+  return v;
+}
 
 wire_error key_error(std::string_view msg) {
   return {"KeyError", py_repr_string(msg)};

@@ -21,6 +21,8 @@ json decode_request(std::string_view line);
 // Escaped lone UTF-16 surrogates (\ud800 without its partner) become \ufffd,
 // so text Python would accept parses here too.
 std::string replace_lone_surrogate_escapes(std::string_view text);
+// The code unit of the \uXXXX escape starting at text[i] (the backslash), or -1.
+int escape_unit(std::string_view text, size_t i);
 
 // req.get(key) as Python sees it; null when absent.
 const json& field(const json& req, std::string_view key);
