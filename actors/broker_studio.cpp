@@ -122,7 +122,11 @@ void on_request(broker_actor* self, const reply_to& to, requests::worker_ping& r
 
 ping_reply ping_of(broker_actor* self) {
   auto& st = self->state;
-  ping_reply pong{now_seconds(), st.settings->agent_root, ::getpid(), st.settings->endpoint};
+  ping_reply pong;
+  pong.time = now_seconds();
+  pong.agent_root = st.settings->agent_root;
+  pong.pid = ::getpid();
+  pong.endpoint = st.settings->endpoint;
   for (auto& [id, entry] : st.activity) {
     auto& [profile, running] = entry;
     ++pong.activity.sessions;

@@ -11,6 +11,7 @@
 #include <caf/actor_system_config.hpp>
 #include <caf/meta/type_name.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -166,16 +167,40 @@ typename Inspector::result_type inspect(Inspector& f, log_watch&) {
   return f(caf::meta::type_name("log_watch"));
 }
 
+// What one commit added to a live run: its deltas and events in the order
+// written, and the run's counts once committed. A follower whose cursors
+// stand where the commit began is answered from it without reading the log
+// back: at 64 streaming sessions that read (a message to a reader, SQLite,
+// a message back) cost more than the rest of a delta's way to a client.
+struct run_tail {
+  std::string run_id;
+  int64_t delta_count = 0; // the run's, with this commit
+  int64_t event_count = 0; // (a delta counts as an event too: its stream.delta)
+  std::vector<std::string> texts; // delta texts and event bodies, in order
+  std::string kinds;              // one per text: 'd' a delta, 'e' an event
+
+  int64_t delta_from() const { return delta_count - std::count(kinds.begin(), kinds.end(), 'd'); }
+  int64_t event_from() const { return event_count - static_cast<int64_t>(texts.size()); }
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, run_tail& x) {
+  return f(caf::meta::type_name("run_tail"), x.run_id, x.delta_count, x.event_count, x.texts, x.kinds);
+}
+
 // The runs a commit touched, each with its session (sessions[i] is the
-// session of runs[i]).
+// session of runs[i]), and for some of them (small commits of live runs)
+// what it added. A run without a tail was touched in a way only a read
+// shows (its end, too much text, a write that was retried).
 struct log_committed {
   std::vector<std::string> runs;
   std::vector<std::string> sessions;
+  std::vector<run_tail> tails;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, log_committed& x) {
-  return f(caf::meta::type_name("log_committed"), x.runs, x.sessions);
+  return f(caf::meta::type_name("log_committed"), x.runs, x.sessions, x.tails);
 }
 
 // broker -> writer; answered with a log_health.
@@ -314,6 +339,7 @@ inline void add_log_message_types(caf::actor_system_config& cfg) {
     .add_message_type<log_flush>("hb::log_flush")
     .add_message_type<final_flush>("hb::final_flush")
     .add_message_type<log_watch>("hb::log_watch")
+    .add_message_type<run_tail>("hb::run_tail")
     .add_message_type<log_committed>("hb::log_committed")
     .add_message_type<log_health_query>("hb::log_health_query")
     .add_message_type<log_health>("hb::log_health")

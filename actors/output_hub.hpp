@@ -2,6 +2,9 @@
 // subscriptions to a run or a session. The log writer reports each commit's
 // runs; every watcher of such a run re-reads from its own cursors, so what a
 // client receives is exactly what was committed after what it already had.
+// A watcher whose cursors stand where a commit began is answered from what
+// the notice says the commit added (run_tail) instead: the same line a read
+// would give, without the read.
 //
 // The hub is plain C++ owned by the broker, not an actor: it holds the
 // watchers and decides when to read, what to send and when a watcher is
@@ -112,6 +115,9 @@ public:
 private:
   uint64_t add(watcher w);
   void read_for(uint64_t key);
+  // Whether the last commit's notice said the log holds exactly this much
+  // of w's run: nothing new to read.
+  bool caught_up(const watcher& w) const;
   void defer(watcher& w);
   void follow_run(uint64_t key, const std::string& run_id);
   bool answer_stream(uint64_t key, watcher& w, output_reply& r);
@@ -120,6 +126,13 @@ private:
   limits limits_;
   std::unordered_map<uint64_t, watcher> watchers_;
   uint64_t next_key_ = 0;
+  struct counts {
+    int64_t deltas;
+    int64_t events;
+  };
+  // Live runs as the last commit told them (run_tail); a run touched
+  // without a tail (its end) is forgotten.
+  std::unordered_map<std::string, counts> committed_;
 };
 
 } // namespace hb::actors

@@ -94,7 +94,7 @@ public:
 
   void gateway_notify(std::string request, double timeout_s) override {
     caf::anon_send(broker_, gateway_approval_asked{run_id_, session_id_, std::move(request),
-                                                   static_cast<int64_t>(millis(timeout_s).count())});
+                                                   static_cast<int64_t>(millis(timeout_s).count()), {}});
   }
 
   // The questions the log announced before the restart, by the host's

@@ -215,6 +215,13 @@ std::optional<continued_run> log_writer::continue_run(const std::string& run_id,
   return out;
 }
 
+std::optional<log_writer::run_counts> log_writer::counts(const std::string& run_id) const {
+  auto it = runs_.find(run_id);
+  if (it == runs_.end())
+    return std::nullopt;
+  return run_counts{it->second.next_delta, it->second.next_event};
+}
+
 size_t log_writer::commit() {
   if (!in_tx_)
     return 0;

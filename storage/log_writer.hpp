@@ -73,6 +73,14 @@ public:
   // and with it what that transaction did to the runs' sequence counters.
   void rollback();
   size_t pending_rows() const { return pending_rows_; }
+  // An open run's counts, its open transaction's appends included: its
+  // deltas, and its events (a delta counts as its stream.delta event).
+  // Nothing for a run that is not open here.
+  struct run_counts {
+    int64_t deltas;
+    int64_t events;
+  };
+  std::optional<run_counts> counts(const std::string& run_id) const;
 
   // SQLite keeps a copy of every value bound to a prepared statement until
   // it is bound again: the statement that stored a run's result (its whole

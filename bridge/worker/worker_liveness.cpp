@@ -46,6 +46,14 @@ std::string seconds_text(std::chrono::milliseconds ms) {
 // How soon acknowledgements that could not be sent (the socket busy) are tried again.
 constexpr std::chrono::milliseconds ack_retry{20};
 
+// How long acknowledgements gather before they go, as one write. A streaming
+// turn's output is committed hundreds of times a second, and each
+// `committed` frame woke this thread, then the worker's reading thread and
+// its GIL: a quarter of the context switches of 64 streaming sessions. The
+// worker only lets go of its kept frames this much later (its bound is
+// 64 MB).
+constexpr std::chrono::milliseconds ack_gather{20};
+
 // A silent worker that keeps using the CPU is working, not hung (encoding a
 // turn's 100 MB outcome holds the GIL for seconds on a loaded machine, and
 // its heartbeat replies wait behind it); it is given this many times
@@ -146,9 +154,11 @@ void worker_process::acknowledge(uint64_t turn, uint64_t seq) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!alive_)
     return;
+  bool first = acks_.empty(); // else the watcher is gathering already
   auto& highest = acks_[turn];
   highest = std::max(highest, seq);
-  watch_cv_.notify_all();
+  if (first)
+    watch_cv_.notify_all();
 }
 
 bool worker_process::send_acks(std::map<uint64_t, uint64_t>& acks) {
@@ -188,6 +198,11 @@ void worker_process::watch() {
         return;
       if (acks_.empty())
         continue; // the beat is due
+      if (!retry_acks) {
+        watch_cv_.wait_for(lock, ack_gather, [&] { return !alive_.load(); });
+        if (!alive_)
+          return;
+      }
       auto acks = std::exchange(acks_, {});
       lock.unlock();
       retry_acks = !send_acks(acks);

@@ -109,7 +109,7 @@ broker_fixture::broker_fixture() {
 }
 
 void broker_fixture::start(const std::vector<storage::session_row>& dormant) {
-  questions = keep(spawn_questions(sys, questions_links{writer, {}}));
+  questions = keep(spawn_questions(sys, questions_links{writer, {}, {}}));
   broker_links links;
   links.writer = writer;
   links.questions = questions;

@@ -55,7 +55,7 @@ public:
                                                    const std::string& session_id = "s1",
                                                    const std::string& request = R"({"command": "rm -rf /"})",
                                                    int64_t timeout_ms = 60'000) {
-    auto slot = ask_later<std::string>(questions, question_asked{topic, run_id, session_id, request, timeout_ms});
+    auto slot = ask_later<std::string>(questions, question_asked{topic, run_id, session_id, request, timeout_ms, {}});
     deliver();
     CAF_REQUIRE(!logged->empty());
     const json& announced = logged->back().second;
@@ -69,7 +69,7 @@ public:
     caf::anon_send(questions, gateway_approval_asked{run_id, "s1",
                                                      R"({"command": "sudo x", "agent_request_id": "req-7",
                                                          "bridge_token": "tok-9"})",
-                                                     timeout_ms});
+                                                     timeout_ms, {}});
     deliver();
     return logged->back().second.at("approval_id").get<std::string>();
   }

@@ -97,7 +97,7 @@ struct hub_fixture {
     hub.on_drained(handle::from_int(conn));
   }
   void commit(std::vector<std::string> runs, std::vector<std::string> sessions) {
-    hub.on_committed(log_committed{std::move(runs), std::move(sessions)});
+    hub.on_committed(log_committed{std::move(runs), std::move(sessions), {}});
   }
   void poll(int64_t conn, const std::string& run_id, int64_t cursor, int64_t event_cursor, int64_t wait_ms) {
     hub.long_poll(to(conn), requests::get_output{run_id, cursor, event_cursor, true, wait_ms});
