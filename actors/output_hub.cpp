@@ -1,41 +1,12 @@
 #include "actors/output_hub.hpp"
 
-#include "actors/responses.hpp"
 #include "protocol/json_text.hpp"
-#include "storage/run_events.hpp"
 
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
 namespace hb::actors {
-
-namespace {
-
-// What a read from the tail's start would answer while the run goes on:
-// the same line, built by the same code.
-output_reply reply_from(const run_tail& tail, const std::string& session_id) {
-  storage::run_snapshot run;
-  run.run_id = tail.run_id;
-  run.session_id = session_id;
-  run.status = "running";
-  run.delta_from = tail.delta_from();
-  run.event_from = tail.event_from();
-  run.delta_count = tail.delta_count;
-  run.event_count = tail.event_count;
-  run.events.resize(tail.texts.size());
-  for (size_t i = 0; i < tail.texts.size(); ++i) {
-    if (tail.kinds[i] == 'd') {
-      run.deltas.push_back(tail.texts[i]);
-      storage::stream_delta_body(run.events[i], tail.texts[i]);
-    } else {
-      run.events[i] = tail.texts[i];
-    }
-  }
-  return output_reply{get_output_line(run, run.delta_from, false), true, tail.delta_count, tail.event_count,
-                      false, false};
-}
-
-} // namespace
 
 uint64_t output_hub::add(watcher w) {
   uint64_t key = ++next_key_;
@@ -51,17 +22,9 @@ void output_hub::long_poll(const reply_to& to, const requests::get_output& r) {
   w.include_output = r.include_output;
   std::chrono::milliseconds wait(r.wait_ms);
   w.deadline = out_.now() + wait;
-  bool nothing_new = caught_up(w);
   uint64_t key = add(std::move(w));
   out_.arm_poll_deadline(key, wait);
-  if (!nothing_new)
-    read_for(key); // (else the next commit of its run, or its deadline, answers it)
-}
-
-bool output_hub::caught_up(const watcher& w) const {
-  auto it = committed_.find(w.run_id);
-  return !w.include_output && it != committed_.end() && w.cursor == it->second.deltas &&
-         w.event_cursor == it->second.events;
+  read_for(key);
 }
 
 void output_hub::on_deadline(uint64_t key) {
@@ -115,9 +78,12 @@ void output_hub::read_for(uint64_t key) {
     w.again = true;
     return;
   }
-  w.reading = true;
   int64_t max_bytes = w.what == watcher::kind::long_poll ? 0 : stream_read_bytes;
-  out_.read(key, output_query{w.run_id, w.cursor, w.event_cursor, w.include_output, max_bytes});
+  output_query q{w.run_id, w.cursor, w.event_cursor, w.include_output, max_bytes};
+  w.reading = true;
+  if (auto known = windows_.answer(q))
+    return on_read(key, std::move(*known));
+  out_.read(key, q);
 }
 
 // Read again once the client has taken what it was sent (on_drained).
@@ -198,29 +164,18 @@ bool output_hub::answer_stream(uint64_t key, watcher& w, output_reply& r) {
 }
 
 void output_hub::on_committed(const log_committed& touched) {
-  std::unordered_map<std::string, const std::string*> runs; // run -> its session
+  windows_.on_committed(touched);
+  std::unordered_set<std::string> runs;
   std::unordered_map<std::string, std::string> run_of_session;
   for (size_t i = 0; i < touched.runs.size() && i < touched.sessions.size(); ++i) {
-    runs.emplace(touched.runs[i], &touched.sessions[i]);
+    runs.insert(touched.runs[i]);
     run_of_session[touched.sessions[i]] = touched.runs[i];
-    committed_.erase(touched.runs[i]);
-  }
-  std::unordered_map<std::string, const run_tail*> tails;
-  for (const auto& tail : touched.tails) {
-    if (tail.texts.size() != tail.kinds.size() || !runs.count(tail.run_id))
-      continue;
-    tails.emplace(tail.run_id, &tail);
-    committed_[tail.run_id] = counts{tail.delta_count, tail.event_count};
   }
   std::vector<uint64_t> to_read;
-  std::vector<uint64_t> to_tell; // answered from the commit's tail
   std::vector<std::pair<uint64_t, std::string>> to_follow;
   for (auto& [key, w] : watchers_) {
     if (!w.run_id.empty() && runs.count(w.run_id)) {
-      auto tail = tails.find(w.run_id);
-      bool at_its_start = tail != tails.end() && !w.reading && !w.include_output &&
-                          w.cursor == tail->second->delta_from() && w.event_cursor == tail->second->event_from();
-      (at_its_start ? to_tell : to_read).push_back(key);
+      to_read.push_back(key);
     } else if (w.what == watcher::kind::session_stream) {
       auto found = run_of_session.find(w.session_id);
       if (found == run_of_session.end() || found->second == w.run_id)
@@ -232,17 +187,6 @@ void output_hub::on_committed(const log_committed& touched) {
     }
   }
   // Pushing may end streams (a client too far behind): each key is looked up again.
-  std::unordered_map<std::string, output_reply> told; // one line per run, whoever follows it
-  for (uint64_t key : to_tell) {
-    auto it = watchers_.find(key);
-    if (it == watchers_.end())
-      continue;
-    const std::string& run_id = it->second.run_id;
-    auto reply = told.find(run_id);
-    if (reply == told.end())
-      reply = told.emplace(run_id, reply_from(*tails.at(run_id), *runs.at(run_id))).first;
-    on_read(key, reply->second);
-  }
   for (uint64_t key : to_read)
     if (watchers_.count(key))
       read_for(key);

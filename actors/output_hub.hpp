@@ -2,9 +2,9 @@
 // subscriptions to a run or a session. The log writer reports each commit's
 // runs; every watcher of such a run re-reads from its own cursors, so what a
 // client receives is exactly what was committed after what it already had.
-// A watcher whose cursors stand where a commit began is answered from what
-// the notice says the commit added (run_tail) instead: the same line a read
-// would give, without the read.
+// A watcher whose cursors fall in the last stretch of its run that the
+// commits' notices told is answered from memory instead (run_windows.hpp):
+// the same line a read would give, without the read.
 //
 // The hub is plain C++ owned by the broker, not an actor: it holds the
 // watchers and decides when to read, what to send and when a watcher is
@@ -16,6 +16,7 @@
 #include "actors/log_messages.hpp"
 #include "actors/reply_to.hpp"
 #include "actors/requests.hpp"
+#include "actors/run_windows.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -74,6 +75,7 @@ public:
   struct limits {
     uint64_t subscriber_buffer_bytes = 8u << 20; // --subscriber-buffer-bytes
     std::chrono::milliseconds subscriber_stall{30'000}; // --subscriber-stall-ms
+    run_windows::limits windows{};
   };
 
   // What one read for a subscriber takes at most, of deltas and of events
@@ -83,7 +85,7 @@ public:
   // the daemon held several copies of them).
   static constexpr int64_t stream_read_bytes = 1 << 20;
 
-  output_hub(port& out, limits lim) : out_(out), limits_(lim) {}
+  output_hub(port& out, limits lim) : out_(out), limits_(lim), windows_(lim.windows) {}
   output_hub(const output_hub&) = delete;
   output_hub& operator=(const output_hub&) = delete;
 
@@ -115,9 +117,6 @@ public:
 private:
   uint64_t add(watcher w);
   void read_for(uint64_t key);
-  // Whether the last commit's notice said the log holds exactly this much
-  // of w's run: nothing new to read.
-  bool caught_up(const watcher& w) const;
   void defer(watcher& w);
   void follow_run(uint64_t key, const std::string& run_id);
   bool answer_stream(uint64_t key, watcher& w, output_reply& r);
@@ -126,13 +125,7 @@ private:
   limits limits_;
   std::unordered_map<uint64_t, watcher> watchers_;
   uint64_t next_key_ = 0;
-  struct counts {
-    int64_t deltas;
-    int64_t events;
-  };
-  // Live runs as the last commit told them (run_tail); a run touched
-  // without a tail (its end) is forgotten.
-  std::unordered_map<std::string, counts> committed_;
+  run_windows windows_;
 };
 
 } // namespace hb::actors

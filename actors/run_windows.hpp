@@ -1,0 +1,61 @@
+// The last stretch of each live run's committed output, kept by the output
+// hub from the commits' notices (run_tail), so that a follower anywhere in
+// it is answered from memory: a new subscriber of a young run, one a few
+// lines behind, a long-poll that is up to date. Each answer is the line a
+// read of the log at the same cursors gives, built by the same code. What
+// a window cannot answer (cursors before its start or past its end, a run
+// whose end or a retried write the notices could not tell) is read from
+// the log, as before.
+#pragma once
+
+#include "actors/log_messages.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+namespace hb::actors {
+
+class run_windows {
+public:
+  struct limits {
+    size_t run_bytes = 64 << 10;    // a run's window keeps about its last this many bytes of text
+    size_t total_bytes = 16 << 20;  // past this, runs get no window (many runs streaming at once)
+  };
+
+  explicit run_windows(limits lim) : limits_(lim) {}
+
+  // What a commit added; a run it touched without a tail is forgotten.
+  void on_committed(const log_committed& touched);
+  // A read's answer (log_reader_actor's), when the run's window holds it.
+  std::optional<output_reply> answer(const output_query& q) const;
+
+  size_t runs() const { return windows_.size(); }
+  size_t bytes() const { return bytes_; }
+
+private:
+  struct window {
+    std::string session_id;
+    int64_t delta_base = 0, event_base = 0;   // the run's counts where the window starts
+    int64_t delta_count = 0, event_count = 0; // and where it ends: what the log holds
+    struct item {
+      std::string text; // a delta's text or an event's body
+      bool delta;
+    };
+    std::deque<item> items; // in the order written
+    size_t bytes = 0;
+  };
+
+  void add(const run_tail& tail, const std::string& session_id);
+  void forget(const std::string& run_id);
+  void trim(window& w);
+
+  limits limits_;
+  std::unordered_map<std::string, window> windows_;
+  size_t bytes_ = 0;
+};
+
+} // namespace hb::actors

@@ -1,0 +1,201 @@
+// Followers answered from the hub's memory of each live run's last stretch
+// (run_windows.hpp) instead of a read: every answer must be the line a read
+// of the log at the same cursors gives, byte for byte, and whatever a
+// window cannot vouch for is read as before.
+#include "actors/responses.hpp"
+#include "actors/run_windows.hpp"
+#include "fake_hub_port.hpp"
+#include "storage/log_reader.hpp"
+#include "storage/log_writer.hpp"
+
+#include "temp_dir.hpp"
+
+#include <random>
+
+using namespace hb::actors;
+using namespace hb::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+// A live run in a real log whose commits are told as the log writer tells
+// them: the log reader is the oracle for every line built from memory.
+struct live_run {
+  temp_log db;
+  hb::storage::log_writer log{db.path};
+  hb::storage::log_reader reader{db.path};
+  run_tail tail; // what the open transaction added
+
+  live_run() {
+    log.open_run("r1", "s1", 100.0);
+    log.commit();
+  }
+  void delta(const std::string& text) {
+    REQUIRE(log.append_delta("r1", text, 101.0));
+    tail.texts.push_back(text);
+    tail.kinds.push_back('d');
+  }
+  void event(const std::string& body) {
+    REQUIRE(log.append_event("r1", body, 101.0));
+    tail.texts.push_back(body);
+    tail.kinds.push_back('e');
+  }
+  log_committed commit() {
+    log.commit();
+    auto counts = log.counts("r1");
+    REQUIRE(counts);
+    tail.run_id = "r1";
+    tail.delta_count = counts->deltas;
+    tail.event_count = counts->events;
+    return log_committed{{"r1"}, {"s1"}, {std::exchange(tail, run_tail{})}};
+  }
+  // What log_reader_actor answers for this query.
+  output_reply read(const output_query& q) {
+    auto run = reader.read_run("r1", q.include_output ? 0 : q.cursor, q.event_cursor);
+    REQUIRE(run);
+    bool news = run->status != "running" || run->event_count > run->event_from || run->delta_count > q.cursor;
+    return output_reply{get_output_line(*run, q.cursor, q.include_output), news, run->delta_count,
+                        run->event_count, run->status != "running", false};
+  }
+};
+
+struct hub_on_a_log : hub_fixture, live_run {
+  void commit() { hub.on_committed(live_run::commit()); }
+  std::string read_line(int64_t cursor, int64_t event_cursor) {
+    return read(output_query{"r1", cursor, event_cursor, false, 0}).line;
+  }
+};
+
+} // namespace
+
+TEST_CASE("run windows: every answer is the line a read of the log gives", "[run_windows]") {
+  live_run run;
+  run_windows windows(run_windows::limits{300, 1 << 20}); // small: its start moves on
+  std::mt19937 random(7);
+  auto pick = [&](int n) { return static_cast<int>(random() % static_cast<unsigned>(n)); };
+  int answered = 0, refused = 0;
+  for (int step = 0; step < 400; ++step) {
+    for (int i = pick(4); i >= 0; --i) {
+      if (pick(4) == 0)
+        run.event(R"({"event": "tool", "n": )" + std::to_string(step) + "}");
+      else
+        run.delta(std::string(static_cast<size_t>(pick(40)), static_cast<char>('a' + pick(26))) + "\"\n\u00e9");
+    }
+    windows.on_committed(run.commit());
+    auto counts = run.log.counts("r1");
+    for (int k = 0; k < 5; ++k) {
+      auto near_end = [&](int64_t count) { return std::max<int64_t>(0, count + 1 - pick(14)); };
+      bool anywhere = pick(4) == 0;
+      output_query q{"r1", anywhere ? pick(static_cast<int>(counts->deltas) + 2) : near_end(counts->deltas),
+                     anywhere ? pick(static_cast<int>(counts->events) + 2) : near_end(counts->events),
+                     pick(5) == 0, pick(3) == 0 ? 1 << 20 : 0};
+      auto known = windows.answer(q);
+      if (!known) {
+        ++refused;
+        continue;
+      }
+      ++answered;
+      auto read = run.read(q);
+      REQUIRE(known->line == read.line);
+      CHECK(known->news == read.news);
+      CHECK(known->cursor == read.cursor);
+      CHECK(known->event_cursor == read.event_cursor);
+      CHECK(!known->done);
+    }
+  }
+  CHECK(answered > 200); // both ways taken often
+  CHECK(refused > 200);
+  CHECK(windows.bytes() <= 300 + 60);
+}
+
+TEST_CASE("run windows: a run touched without a tail, or past the total bound, has no window", "[run_windows]") {
+  live_run run;
+  run_windows windows(run_windows::limits{1000, 1500});
+  run.delta("a");
+  windows.on_committed(run.commit());
+  CHECK(windows.answer(output_query{"r1", 0, 0, false, 0}));
+  windows.on_committed(log_committed{{"r1"}, {"s1"}, {}}); // its end, say
+  CHECK(!windows.answer(output_query{"r1", 1, 1, false, 0}));
+  CHECK(windows.bytes() == 0);
+
+  run.delta(std::string(900, 'x'));
+  windows.on_committed(run.commit());
+  CHECK(windows.runs() == 1);
+  run.delta(std::string(900, 'y')); // the run's window trims itself to 1000 bytes, and the total is over 1500
+  auto told = run.commit();
+  told.runs.push_back("r2");
+  told.sessions.push_back("s2");
+  told.tails.push_back(run_tail{"r2", 1, 1, {std::string(900, 'z')}, "d"});
+  windows.on_committed(told);
+  CHECK(windows.runs() == 1);
+  CHECK(windows.bytes() <= 1500);
+}
+
+TEST_CASE_METHOD(hub_on_a_log, "output hub: a subscriber of a young run is answered from memory, from its "
+                               "first line on", "[output_hub]") {
+  delta("he said \"hi\"\n");
+  event(R"({"event": "tool.started", "name": "x"})");
+  commit();
+  follow_run(1, "r1");
+  CHECK(port.reads.empty());
+  REQUIRE(port.lines_of(1).size() == 1);
+  CHECK(port.lines_of(1)[0] == read_line(0, 0));
+  delta("ü");
+  commit();
+  delta("more");
+  commit(); // held back: the client has not taken the last line
+  CHECK(port.lines_of(1).size() == 1);
+  drain(1);
+  CHECK(port.reads.empty());
+  REQUIRE(port.lines_of(1).size() == 2);
+  CHECK(port.lines_of(1)[1] == read_line(1, 2));
+}
+
+TEST_CASE_METHOD(hub_on_a_log, "output hub: an up-to-date long-poll waits without a read and the next commit "
+                               "answers it", "[output_hub]") {
+  delta("a");
+  commit();
+  hub.long_poll(to(3), requests::get_output{"r1", 1, 1, false, 5000});
+  CHECK(port.reads.empty());
+  CHECK(port.responses.empty());
+  delta("b");
+  commit();
+  CHECK(port.reads.empty());
+  REQUIRE(port.responses.size() == 1);
+  CHECK(port.responses[0].second == read_line(1, 1));
+  hub.long_poll(to(4), requests::get_output{"r1", 2, 2, false, 5000});
+  port.clock += 5000ms;
+  hub.on_deadline(port.deadlines.back().first);
+  REQUIRE(port.responses.size() == 2); // nothing new by its deadline: answered as a read would
+  CHECK(port.responses[1].second == read_line(2, 2));
+  CHECK(port.reads.empty());
+}
+
+TEST_CASE_METHOD(hub_on_a_log, "output hub: what a window cannot answer is read", "[output_hub]") {
+  SECTION("a run whose end was committed") {
+    delta("a");
+    commit();
+    hub.on_committed(log_committed{{"r1"}, {"s1"}, {}});
+    follow_run(1, "r1");
+    CHECK(port.reads.size() == 1);
+  }
+  SECTION("cursors before the window's start, and the whole output of a run seen from the middle") {
+    hub.on_committed(log_committed{{"r1"}, {"s1"}, {run_tail{"r1", 5, 9, {"x"}, "d"}}}); // seen from delta 4 on
+    follow_run(1, "r1", 0, 0);
+    hub.long_poll(to(2), requests::get_output{"r1", 5, 9, true, 5000});
+    CHECK(port.reads.size() == 2);
+    hub.long_poll(to(3), requests::get_output{"r1", 4, 8, false, 5000});
+    CHECK(port.reads.size() == 2);
+    REQUIRE(port.responses.size() == 1);
+  }
+  SECTION("a watcher whose read is on its way waits for it, then reads no more than the window answers") {
+    follow_run(1, "r1");
+    REQUIRE(port.reads.size() == 1);
+    delta("a");
+    commit();
+    CHECK(port.lines_of(1).empty());
+    answer(0, news(read_line(0, 0), 1, 1));
+    CHECK(port.reads.size() == 1);
+    CHECK(port.lines_of(1).size() == 1);
+  }
+}
