@@ -97,7 +97,7 @@ caf::behavior broker_behavior(broker_actor* self, listener listen,
       if (!st.connections.empty() || st.hub->size() > 0)
         arm_sweep(self);
     },
-    [=](const log_committed& touched) { on_committed(self, touched); },
+    [=](log_committed& touched) { on_committed(self, touched); },
     [=](const questions_open& open) { self->state.open_questions = open.count; },
     [=](const poll_due& due) { on_wait_due(self, due.watcher); },
     [=](question_asked& asked) { return self->delegate(self->state.links.questions, std::move(asked)); },

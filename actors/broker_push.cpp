@@ -102,8 +102,8 @@ void on_request(broker_actor* self, const reply_to& to, requests::subscribe& r) 
   self->state.hub->subscribe(to, r);
 }
 
-void on_committed(broker_actor* self, const log_committed& touched) {
-  self->state.hub->on_committed(touched);
+void on_committed(broker_actor* self, log_committed& touched) {
+  self->state.hub->on_committed(std::move(touched));
 }
 
 void on_wait_due(broker_actor* self, uint64_t key) {

@@ -163,7 +163,7 @@ bool output_hub::answer_stream(uint64_t key, watcher& w, output_reply& r) {
   return true;
 }
 
-void output_hub::on_committed(const log_committed& touched) {
+void output_hub::on_committed(log_committed touched) {
   windows_.on_committed(touched);
   std::unordered_set<std::string> runs;
   std::unordered_map<std::string, std::string> run_of_session;

@@ -100,7 +100,7 @@ public:
   void on_read_failed(uint64_t key, std::string error_line);
   // The session's running run when it was asked; empty when it idles.
   void on_current_run(uint64_t key, const std::string& run_id);
-  void on_committed(const log_committed& touched);
+  void on_committed(log_committed touched);
   void on_deadline(uint64_t key);
   // The client of h has taken everything written so far.
   void on_drained(handle h);

@@ -7,9 +7,9 @@
 
 namespace hb::actors {
 
-void run_windows::on_committed(const log_committed& touched) {
-  std::unordered_map<std::string_view, const run_tail*> tails;
-  for (const auto& tail : touched.tails)
+void run_windows::on_committed(log_committed& touched) {
+  std::unordered_map<std::string_view, run_tail*> tails;
+  for (auto& tail : touched.tails)
     tails.emplace(tail.run_id, &tail);
   for (size_t i = 0; i < touched.runs.size() && i < touched.sessions.size(); ++i) {
     auto tail = tails.find(touched.runs[i]);
@@ -20,7 +20,7 @@ void run_windows::on_committed(const log_committed& touched) {
   }
 }
 
-void run_windows::add(const run_tail& tail, const std::string& session_id) {
+void run_windows::add(run_tail& tail, const std::string& session_id) {
   if (tail.texts.size() != tail.kinds.size())
     return forget(tail.run_id);
   auto it = windows_.find(tail.run_id);
@@ -36,9 +36,10 @@ void run_windows::add(const run_tail& tail, const std::string& session_id) {
   }
   for (size_t i = 0; i < tail.texts.size(); ++i) {
     bool delta = tail.kinds[i] == 'd';
-    w.items.push_back({tail.texts[i], delta});
-    w.bytes += tail.texts[i].size();
-    bytes_ += tail.texts[i].size();
+    size_t size = tail.texts[i].size();
+    w.items.push_back({std::move(tail.texts[i]), delta});
+    w.bytes += size;
+    bytes_ += size;
     w.delta_count += delta;
     ++w.event_count;
   }

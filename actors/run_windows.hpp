@@ -28,8 +28,9 @@ public:
 
   explicit run_windows(limits lim) : limits_(lim) {}
 
-  // What a commit added; a run it touched without a tail is forgotten.
-  void on_committed(const log_committed& touched);
+  // What a commit added (its tails' texts are taken); a run it touched
+  // without a tail is forgotten.
+  void on_committed(log_committed& touched);
   // A read's answer (log_reader_actor's), when the run's window holds it.
   std::optional<output_reply> answer(const output_query& q) const;
 
@@ -49,7 +50,7 @@ private:
     size_t bytes = 0;
   };
 
-  void add(const run_tail& tail, const std::string& session_id);
+  void add(run_tail& tail, const std::string& session_id);
   void forget(const std::string& run_id);
   void trim(window& w);
 

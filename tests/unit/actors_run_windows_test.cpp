@@ -81,7 +81,8 @@ TEST_CASE("run windows: every answer is the line a read of the log gives", "[run
       else
         run.delta(std::string(static_cast<size_t>(pick(40)), static_cast<char>('a' + pick(26))) + "\"\n\u00e9");
     }
-    windows.on_committed(run.commit());
+    auto told = run.commit();
+    windows.on_committed(told);
     auto counts = run.log.counts("r1");
     for (int k = 0; k < 5; ++k) {
       auto near_end = [&](int64_t count) { return std::max<int64_t>(0, count + 1 - pick(14)); };
@@ -112,14 +113,17 @@ TEST_CASE("run windows: a run touched without a tail, or past the total bound, h
   live_run run;
   run_windows windows(run_windows::limits{1000, 1500});
   run.delta("a");
-  windows.on_committed(run.commit());
+  auto first = run.commit();
+  windows.on_committed(first);
   CHECK(windows.answer(output_query{"r1", 0, 0, false, 0}));
-  windows.on_committed(log_committed{{"r1"}, {"s1"}, {}}); // its end, say
+  log_committed end{{"r1"}, {"s1"}, {}}; // its end, say
+  windows.on_committed(end);
   CHECK(!windows.answer(output_query{"r1", 1, 1, false, 0}));
   CHECK(windows.bytes() == 0);
 
   run.delta(std::string(900, 'x'));
-  windows.on_committed(run.commit());
+  auto second = run.commit();
+  windows.on_committed(second);
   CHECK(windows.runs() == 1);
   run.delta(std::string(900, 'y')); // the run's window trims itself to 1000 bytes, and the total is over 1500
   auto told = run.commit();
