@@ -71,14 +71,12 @@ typename Inspector::result_type inspect(Inspector& f, connection_sweep_due&) {
   return f(caf::meta::type_name("connection_sweep_due"));
 }
 
-// Broker -> itself: a long-poll's wait_ms is over.
-struct poll_due {
-  uint64_t watcher = 0;
-};
+// Broker -> itself: the earliest long-poll's wait_ms is over.
+struct poll_due {};
 
 template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, poll_due& x) {
-  return f(caf::meta::type_name("poll_due"), x.watcher);
+typename Inspector::result_type inspect(Inspector& f, poll_due&) {
+  return f(caf::meta::type_name("poll_due"));
 }
 
 inline void add_broker_message_types(caf::actor_system_config& cfg) {

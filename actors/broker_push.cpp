@@ -55,8 +55,8 @@ public:
     return std::chrono::steady_clock::now();
   }
 
-  void arm_poll_deadline(uint64_t key, std::chrono::milliseconds wait) override {
-    self_->delayed_send(self_, wait, poll_due{key});
+  void arm_deadline(std::chrono::milliseconds wait) override {
+    self_->delayed_send(self_, wait, poll_due{});
   }
 
   void ask_current_run(uint64_t key, const std::string& session_id) override {
@@ -106,8 +106,8 @@ void on_committed(broker_actor* self, log_committed& touched) {
   self->state.hub->on_committed(std::move(touched));
 }
 
-void on_wait_due(broker_actor* self, uint64_t key) {
-  self->state.hub->on_deadline(key);
+void on_wait_due(broker_actor* self) {
+  self->state.hub->on_deadline();
 }
 
 void on_drained(broker_actor* self, handle h) {

@@ -22,15 +22,50 @@ void output_hub::long_poll(const reply_to& to, const requests::get_output& r) {
   w.include_output = r.include_output;
   std::chrono::milliseconds wait(r.wait_ms);
   w.deadline = out_.now() + wait;
+  steady_time due = w.deadline;
   uint64_t key = add(std::move(w));
-  out_.arm_poll_deadline(key, wait);
+  add_deadline(due, key);
   read_for(key);
 }
 
-void output_hub::on_deadline(uint64_t key) {
-  auto it = watchers_.find(key);
-  if (it != watchers_.end() && !it->second.reading)
-    read_for(key); // past its deadline, the answer goes out whatever it holds
+void output_hub::add_deadline(steady_time when, uint64_t key) {
+  deadlines_.emplace(when, key);
+  if (when < armed_)
+    arm_earliest();
+}
+
+void output_hub::forget_deadline(const watcher& w, uint64_t key) {
+  if (w.what != watcher::kind::long_poll)
+    return;
+  auto [from, to] = deadlines_.equal_range(w.deadline);
+  for (auto it = from; it != to; ++it)
+    if (it->second == key)
+      return void(deadlines_.erase(it)); // (the timer, if it was the earliest, finds nothing due)
+}
+
+void output_hub::arm_earliest() {
+  if (deadlines_.empty()) {
+    armed_ = steady_time::max();
+    return;
+  }
+  armed_ = deadlines_.begin()->first;
+  auto wait = std::chrono::ceil<std::chrono::milliseconds>(armed_ - out_.now());
+  out_.arm_deadline(std::max(wait, std::chrono::milliseconds(0)));
+}
+
+void output_hub::on_deadline() {
+  auto now = out_.now();
+  if (now < armed_)
+    return; // an earlier timer, re-armed since
+  std::vector<uint64_t> due;
+  for (auto it = deadlines_.begin(); it != deadlines_.end() && it->first <= now;)
+    due.push_back(it->second), it = deadlines_.erase(it);
+  arm_earliest();
+  for (uint64_t key : due) {
+    auto it = watchers_.find(key);
+    if (it != watchers_.end() && !it->second.reading)
+      read_for(key); // past its deadline, the answer goes out whatever it holds
+  }
 }
 
 void output_hub::subscribe(const reply_to& to, const requests::subscribe& r) {
@@ -108,6 +143,7 @@ void output_hub::on_read(uint64_t key, output_reply reply) {
   if (w.what == watcher::kind::long_poll) {
     if (reply.news || out_.now() >= w.deadline) {
       reply_to to = w.to;
+      forget_deadline(w, key);
       watchers_.erase(it);
       out_.respond(to, std::move(reply.line));
       return;
@@ -207,8 +243,14 @@ void output_hub::on_drained(handle h) {
 }
 
 void output_hub::drop_watchers_of(handle h) {
-  for (auto it = watchers_.begin(); it != watchers_.end();)
-    it = it->second.to.h == h ? watchers_.erase(it) : std::next(it);
+  for (auto it = watchers_.begin(); it != watchers_.end();) {
+    if (it->second.to.h != h) {
+      ++it;
+      continue;
+    }
+    forget_deadline(it->second, it->first);
+    it = watchers_.erase(it);
+  }
 }
 
 // A subscriber whose news has waited this long for it to read is cut off,
@@ -237,8 +279,10 @@ void output_hub::end_all(const std::string& why) {
     if (it == watchers_.end())
       continue;
     if (it->second.what == watcher::kind::long_poll) {
+      forget_deadline(it->second, key);
       it->second.deadline = out_.now(); // a read on its way answers when it comes back
-      on_deadline(key);
+      if (!it->second.reading)
+        read_for(key);
     } else {
       out_.cut_off(it->second, why, "HandedOver");
     }

@@ -20,6 +20,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <unordered_map>
 
@@ -65,8 +66,8 @@ public:
     // Bytes written to the client of h that it has not taken yet.
     virtual uint64_t unsent_bytes(handle h) = 0;
     virtual steady_time now() = 0;
-    // on_deadline(key) is to be called once `wait` has passed.
-    virtual void arm_poll_deadline(uint64_t key, std::chrono::milliseconds wait) = 0;
+    // on_deadline() is to be called once `wait` has passed.
+    virtual void arm_deadline(std::chrono::milliseconds wait) = 0;
     // on_current_run(key, ...) with the session's running run, if the session
     // is known and answers; nothing otherwise.
     virtual void ask_current_run(uint64_t key, const std::string& session_id) = 0;
@@ -101,7 +102,8 @@ public:
   // The session's running run when it was asked; empty when it idles.
   void on_current_run(uint64_t key, const std::string& run_id);
   void on_committed(log_committed touched);
-  void on_deadline(uint64_t key);
+  // Answers the long-polls whose wait is over.
+  void on_deadline();
   // The client of h has taken everything written so far.
   void on_drained(handle h);
   // The connection is gone: answers still on their way for its watchers are dropped.
@@ -113,9 +115,16 @@ public:
   void end_all(const std::string& why);
 
   size_t size() const { return watchers_.size(); }
+  size_t deadlines() const { return deadlines_.size(); }
 
 private:
   uint64_t add(watcher w);
+  // Long-polls share one timer, armed for the earliest deadline: a timer
+  // each woke CAF's clock thread at every long-poll (a few thousand times
+  // a second with 64 followers).
+  void add_deadline(steady_time when, uint64_t key);
+  void forget_deadline(const watcher& w, uint64_t key);
+  void arm_earliest();
   void read_for(uint64_t key);
   void defer(watcher& w);
   void follow_run(uint64_t key, const std::string& run_id);
@@ -126,6 +135,8 @@ private:
   std::unordered_map<uint64_t, watcher> watchers_;
   uint64_t next_key_ = 0;
   run_windows windows_;
+  std::multimap<steady_time, uint64_t> deadlines_; // long-polls' deadlines -> their keys
+  steady_time armed_ = steady_time::max();         // when the one timer is due; max: none
 };
 
 } // namespace hb::actors

@@ -9,7 +9,7 @@ using namespace std::chrono_literals;
 TEST_CASE_METHOD(hub_fixture, "output hub: a long-poll whose read has news is answered at once", "[output_hub]") {
   poll(3, "r1", 4, 2, 5000);
   REQUIRE(port.deadlines.size() == 1);
-  CHECK(port.deadlines[0].second == 5000ms);
+  CHECK(port.deadlines[0] == 5000ms);
   REQUIRE(port.reads.size() == 1);
   const auto& q = port.reads[0].query;
   CHECK((q.run_id == "r1" && q.cursor == 4 && q.event_cursor == 2 && q.include_output && q.max_bytes == 0));
@@ -45,20 +45,49 @@ TEST_CASE_METHOD(hub_fixture, "output hub: a long-poll is answered at its deadli
   answer(1, no_news("early", 0, 0));
   CHECK(port.responses.empty()); // not yet due
   port.clock += 1ms;
-  hub.on_deadline(port.deadlines.at(0).first);
+  hub.on_deadline();
   REQUIRE(port.reads.size() == 3);
   answer(2, no_news("late", 0, 0));
   REQUIRE(port.responses.size() == 1);
   CHECK(port.responses[0].second == "late");
   CHECK(hub.size() == 0);
-  hub.on_deadline(port.deadlines.at(0).first); // a deadline for a poll answered already
+  hub.on_deadline(); // a deadline for a poll answered already
   CHECK(port.reads.size() == 3);
+}
+
+TEST_CASE_METHOD(hub_fixture, "output hub: long-polls share one timer, armed again only for an earlier deadline",
+                 "[output_hub]") {
+  poll(1, "r1", 0, 0, 5000);
+  port.clock += 10ms;
+  poll(2, "r1", 0, 0, 5000);
+  CHECK(port.deadlines == std::vector<std::chrono::milliseconds>{5000ms}); // the second is due later
+  poll(3, "r1", 0, 0, 1000);
+  CHECK(port.deadlines.back() == 1000ms);
+  for (size_t i = 0; i < 3; ++i)
+    answer(i, no_news("", 0, 0));
+  CHECK(hub.deadlines() == 3);
+  port.clock += 1000ms;
+  hub.on_deadline();
+  REQUIRE(port.reads.size() == 4); // the third's, past its deadline
+  CHECK(port.reads[3].key == port.reads[2].key);
+  CHECK(port.deadlines.back() == 3990ms); // then the timer for the first
+  answer(3, no_news("third", 0, 0));
+  REQUIRE(port.responses.size() == 1);
+  CHECK(port.responses[0].first.h.id() == 3);
+  commit({"r1"}, {"s"});
+  answer(4, news("news", 1, 1)); // the first and second are answered with news
+  answer(5, news("news", 1, 1));
+  CHECK(port.responses.size() == 3);
+  CHECK(hub.deadlines() == 0); // answered polls leave no deadline behind
+  port.clock += 4000ms;
+  hub.on_deadline();
+  CHECK(port.reads.size() == 6);
 }
 
 TEST_CASE_METHOD(hub_fixture, "output hub: a deadline during a read waits for that read's answer", "[output_hub]") {
   poll(3, "r1", 0, 0, 1000);
   port.clock += 1000ms;
-  hub.on_deadline(port.deadlines.at(0).first);
+  hub.on_deadline();
   CHECK(port.reads.size() == 1); // no second read beside the one on its way
   answer(0, no_news("as is", 0, 0));
   REQUIRE(port.responses.size() == 1);
@@ -106,7 +135,7 @@ TEST_CASE_METHOD(hub_fixture, "output hub: a closed connection's watchers are dr
   hub.on_read_failed(port.reads[0].key, R"({"ok": false, "error": "gone", "error_type": "RuntimeError"})");
   CHECK(port.responses.empty());
   CHECK(port.lines_of(1).empty());
-  hub.on_deadline(port.deadlines.at(0).first);
+  hub.on_deadline();
   answer(2, no_news("", 0, 0));
   commit({"r1"}, {"s"});
   REQUIRE(port.reads.size() == 4);

@@ -33,7 +33,7 @@ struct fake_port final : output_hub::port {
   std::vector<pushed_line> pushed;
   std::vector<std::pair<int64_t, std::string>> cuts;
   std::vector<int64_t> ended;
-  std::vector<std::pair<uint64_t, std::chrono::milliseconds>> deadlines;
+  std::vector<std::chrono::milliseconds> deadlines; // the hub's one timer, as armed
   std::vector<std::pair<uint64_t, std::string>> asked;
   std::map<int64_t, uint64_t> unsent;
   std::set<int64_t> too_far_behind; // push ends these streams, as push_line does
@@ -67,9 +67,7 @@ struct fake_port final : output_hub::port {
     return it == unsent.end() ? 0 : it->second;
   }
   steady_time now() override { return clock; }
-  void arm_poll_deadline(uint64_t key, std::chrono::milliseconds wait) override {
-    deadlines.emplace_back(key, wait);
-  }
+  void arm_deadline(std::chrono::milliseconds wait) override { deadlines.push_back(wait); }
   void ask_current_run(uint64_t key, const std::string& session_id) override {
     asked.emplace_back(key, session_id);
   }
