@@ -4,6 +4,7 @@
 // durable, tells the watcher what each commit touched, and prunes by the
 // retention limits in small steps between appends. The transactions and
 // what a failed write holds back: log_batches.hpp.
+#include "actors/commit_notices.hpp"
 #include "actors/daemon_log.hpp"
 #include "actors/errors.hpp"
 #include "actors/log_actors.hpp"
@@ -31,9 +32,6 @@ constexpr std::chrono::seconds retry_period{1};
 // A queue's deltas go to the log in operations of at most this many: few
 // allocations, and still small steps for a retry after a failed write.
 constexpr size_t max_deltas_per_operation = 1024;
-// A commit's notice carries what it added to a run (run_tail) up to this
-// much text; past it, followers read the log as before.
-constexpr size_t max_tail_bytes = 64 << 10;
 
 struct confirmation {
   caf::response_promise promise;
@@ -49,17 +47,9 @@ struct writer_state {
   std::vector<confirmation> after_commit;
   bool commit_queued = false;
   // Who hears about each commit (the broker, for long-polls and
-  // subscriptions), and what the pending batch touched: per run, its
-  // session and, while it is whole, what the batch added to it.
-  struct touched_run {
-    std::string session;
-    run_tail tail;
-    size_t tail_bytes = 0;
-    bool whole = true; // every append of the run in the batch is in `tail`
-  };
+  // subscriptions), and what the pending batch touched.
   caf::actor listener;
-  std::unordered_map<std::string, touched_run> touched;
-  std::unordered_map<std::string, std::string> session_of_run;
+  commit_notices notices;
   // Numbered output (a worker's frames) in the pending batch: per run, its
   // queue and the highest number applied, told to the queue once committed.
   std::unordered_map<std::string, std::pair<std::shared_ptr<run_output>, uint64_t>> numbered;
@@ -70,27 +60,13 @@ using writer_actor = caf::stateful_actor<writer_state>;
 
 void publish(writer_actor* self) {
   auto& st = self->state;
-  if (st.touched.empty())
-    return;
-  if (st.listener) {
-    log_committed notice;
-    notice.runs.reserve(st.touched.size());
-    notice.sessions.reserve(st.touched.size());
-    for (auto& [run, touched] : st.touched) {
-      notice.runs.push_back(run);
-      notice.sessions.push_back(std::move(touched.session));
-      auto counts = st.batches->log().counts(run); // none once the run's end is written
-      if (touched.whole && !touched.tail.texts.empty() && counts) {
-        touched.tail.run_id = run;
-        touched.tail.delta_count = counts->deltas;
-        touched.tail.event_count = counts->events;
-        if (touched.tail.delta_from() >= 0 && touched.tail.event_from() >= 0)
-          notice.tails.push_back(std::move(touched.tail));
-      }
-    }
-    self->send(st.listener, std::move(notice));
-  }
-  st.touched.clear();
+  auto notice = st.notices.take([&](const std::string& run) -> std::optional<commit_notices::counts_of_run> {
+    if (auto counts = st.batches->log().counts(run))
+      return commit_notices::counts_of_run{counts->deltas, counts->events};
+    return std::nullopt;
+  });
+  if (notice && st.listener)
+    self->send(st.listener, std::move(*notice));
 }
 
 // Everything waiting for a commit is written: its callers go on, and the
@@ -110,8 +86,7 @@ void confirm_written(writer_actor* self) {
 // the retry.
 void on_write_failed(writer_actor* self) {
   auto& st = self->state;
-  for (auto& [_, touched] : st.touched)
-    touched.whole = false; // the retry writes it again: followers read what it wrote
+  st.notices.untold_all(); // the retry writes it again: followers read what it wrote
   std::vector<confirmation> kept;
   for (auto& c : st.after_commit) {
     if (c.survives_failure)
@@ -149,42 +124,9 @@ void retry_held(writer_actor* self) {
   confirm_written(self);
 }
 
-writer_state::touched_run* touch(writer_actor* self, const std::string& run_id) {
-  auto& st = self->state;
-  if (auto found = st.touched.find(run_id); found != st.touched.end())
-    return &found->second;
-  auto it = st.session_of_run.find(run_id);
-  if (it == st.session_of_run.end())
-    return nullptr;
-  auto& added = st.touched[run_id];
-  added.session = it->second;
-  return &added;
-}
-
-// The run was touched in a way its commit's notice cannot tell (its end,
-// a write held for a retry): its followers read the log.
-void untold(writer_actor* self, const std::string& run_id) {
-  if (auto* touched = touch(self, run_id)) {
-    touched->whole = false;
-    touched->tail = run_tail{};
-  }
-}
-
-// A delta ('d') or event ('e') about to be applied, for the commit's notice.
-void tell(writer_actor* self, const std::string& run_id, char kind, const std::string& text) {
-  auto* touched = touch(self, run_id);
-  if (!touched || !touched->whole)
-    return;
-  touched->tail_bytes += text.size();
-  if (touched->tail_bytes > max_tail_bytes)
-    return untold(self, run_id);
-  touched->tail.texts.push_back(text);
-  touched->tail.kinds.push_back(kind);
-}
-
 void untold_unless_written(writer_actor* self, const std::string& run_id, log_batches::applied outcome) {
   if (outcome != log_batches::applied::written)
-    untold(self, run_id);
+    self->state.notices.untold(run_id);
 }
 
 // Group commit: the first append after a commit queues a commit message
@@ -227,7 +169,7 @@ caf::result<bool> apply_then_confirm(writer_actor* self, log_batches::operation 
 log_batches::applied apply_delta(writer_actor* self, const std::string& run_id, std::string text, double at) {
   note_output_moved(text.size());
   size_t bytes = text.size();
-  tell(self, run_id, 'd', text);
+  self->state.notices.tell(run_id, 'd', text);
   auto outcome = apply(self, log_operations::append_delta(run_id, std::move(text), at), bytes, &run_id);
   untold_unless_written(self, run_id, outcome);
   return outcome;
@@ -236,7 +178,7 @@ log_batches::applied apply_delta(writer_actor* self, const std::string& run_id, 
 log_batches::applied apply_event(writer_actor* self, const std::string& run_id, std::string body, double at) {
   note_output_moved(body.size());
   size_t bytes = body.size();
-  tell(self, run_id, 'e', body);
+  self->state.notices.tell(run_id, 'e', body);
   auto outcome = apply(self, log_operations::append_event(run_id, std::move(body), at), bytes, &run_id);
   untold_unless_written(self, run_id, outcome);
   return outcome;
@@ -249,7 +191,7 @@ void apply_deltas(writer_actor* self, const std::string& run_id, std::vector<log
     return;
   note_output_moved(static_cast<size_t>(bytes));
   for (const auto& d : deltas)
-    tell(self, run_id, 'd', d.text);
+    self->state.notices.tell(run_id, 'd', d.text);
   auto outcome = apply(self, log_operations::append_deltas(run_id, std::exchange(deltas, {})),
                        static_cast<size_t>(bytes), &run_id);
   untold_unless_written(self, run_id, outcome);
@@ -260,7 +202,7 @@ void write_queued(writer_actor* self, const std::string& run_id, const std::shar
                   std::vector<run_output::item> items) {
   if (items.empty())
     return;
-  touch(self, run_id);
+  self->state.notices.touch(run_id);
   uint64_t last_seq = 0;
   std::vector<log_operations::timed_text> deltas;
   int64_t delta_bytes = 0;
@@ -300,8 +242,8 @@ caf::result<storage::continued_run> continue_run(writer_actor* self, const run_c
   }
   if (!continued)
     return make_error(errc::not_found, "run " + run.run_id + " is not running in the event log");
-  self->state.session_of_run[run.run_id] = run.session_id;
-  untold(self, run.run_id); // what taking it up wrote (settled questions)
+  self->state.notices.opened(run.run_id, run.session_id);
+  self->state.notices.untold(run.run_id); // what taking it up wrote (settled questions)
   apply(self, log_operations::nothing(), 0); // what taking it up wrote (settled questions) is committed
   return std::move(*continued);
 }
@@ -313,8 +255,7 @@ caf::result<bool> end_run(writer_actor* self, run_end& end) {
     write_queued(self, run_id, queue, queue->close()); // whatever its last message did not take
     forget_run_output(run_id);
   }
-  untold(self, run_id);
-  st.session_of_run.erase(run_id); // its entry in `touched` carries the session
+  st.notices.ended(run_id);
   size_t bytes = end.result.size() + end.error.size();
   std::optional<std::string> result, error;
   if (!end.result.empty())
@@ -390,8 +331,8 @@ caf::behavior log_writer_actor(writer_actor* self, std::shared_ptr<storage::log_
   return {
     // -- writing -----------------------------------------------------------
     [=](run_opening& opening) {
-      self->state.session_of_run[opening.run_id] = opening.session_id;
-      touch(self, opening.run_id);
+      self->state.notices.opened(opening.run_id, opening.session_id);
+      self->state.notices.touch(opening.run_id);
       return apply_then_confirm(self,
                                 log_operations::open_run(std::move(opening.run_id), std::move(opening.session_id),
                                                          opening.started_at, std::move(opening.user_message)),
@@ -399,11 +340,11 @@ caf::behavior log_writer_actor(writer_actor* self, std::shared_ptr<storage::log_
     },
     [=](const run_continuing& run) { return continue_run(self, run); },
     [=](run_delta& delta) {
-      touch(self, delta.run_id);
+      self->state.notices.touch(delta.run_id);
       apply_delta(self, delta.run_id, std::move(delta.text), delta.at);
     },
     [=](run_event& event) {
-      touch(self, event.run_id);
+      self->state.notices.touch(event.run_id);
       apply_event(self, event.run_id, std::move(event.body), event.at);
     },
     [=](const run_output_queued& queued) {

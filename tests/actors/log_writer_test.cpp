@@ -2,7 +2,7 @@
 // answers, what it tells the watcher, and how it holds and then writes what
 // an unwritable log refused.
 #define CAF_SUITE log_writer
-#include "tests/actors/actor_fixture.hpp"
+#include "tests/actors/writer_fixture.hpp"
 
 #include "actors/run_output.hpp"
 
@@ -13,52 +13,8 @@
 
 using namespace hb::actors;
 using hb::storage::run_snapshot;
+using namespace hb::test;
 using nlohmann::json;
-
-namespace {
-
-template <class T>
-bool answered(const std::shared_ptr<std::optional<caf::expected<T>>>& slot) {
-  return slot->has_value();
-}
-
-bool answered_true(const std::shared_ptr<std::optional<caf::expected<bool>>>& slot) {
-  return slot->has_value() && **slot && ***slot;
-}
-
-struct writer_fixture : hb::test::log_fixture {
-  caf::actor writer = spawn_writer();
-
-  bool open_run(const std::string& run_id, const std::string& session_id = "s1") {
-    auto answer = ask<bool>(writer, run_opening{run_id, session_id, 100.0, ""});
-    return answer && *answer;
-  }
-
-  caf::expected<bool> end_run(const std::string& run_id, const std::string& status = "complete",
-                              const std::string& result = "{\"final_response\": \"done\"}") {
-    return ask<bool>(writer, run_end{run_id, status, result, false, "", 200.0});
-  }
-
-  void delta(const std::string& run_id, const std::string& text, double at = 101.0) {
-    caf::anon_send(writer, run_delta{run_id, text, at});
-  }
-
-  log_health health() {
-    auto h = ask<log_health>(writer, log_health_query{});
-    CAF_REQUIRE(h);
-    return *h;
-  }
-
-  std::vector<double> event_times(const std::string& run_id) {
-    std::vector<double> at;
-    if (auto events = hb::storage::log_reader(db.path).read_events_timed(run_id))
-      for (auto& e : *events)
-        at.push_back(e.at);
-    return at;
-  }
-};
-
-} // namespace
 
 CAF_TEST_FIXTURE_SCOPE(log_writer_tests, writer_fixture)
 
@@ -171,28 +127,6 @@ CAF_TEST(numbered output held by an unwritable log is acknowledged once the retr
   forget_run_output("r1");
 }
 
-CAF_TEST(output written again by a retry is told without a tail) {
-  auto heard = watch(writer);
-  CAF_REQUIRE(open_run("r1"));
-  heard->clear();
-  fill_disk();
-  std::vector<std::string> texts; // under a notice's bound, over what fits in the pages the log has
-  for (int i = 0; i < 40; ++i) {
-    texts.push_back(std::string(1000, static_cast<char>('a' + i % 26)));
-    delta("r1", texts.back());
-  }
-  deliver();
-  CAF_REQUIRE(health().degraded);
-  free_disk();
-  let_pass(std::chrono::seconds(1));
-  CAF_REQUIRE(!heard->empty());
-  CAF_CHECK_EQUAL(heard->back().runs, (std::vector<std::string>{"r1"}));
-  CAF_CHECK(heard->back().tails.empty());
-  auto run = committed_run("r1");
-  CAF_REQUIRE(run);
-  CAF_CHECK_EQUAL(run->deltas, texts);
-}
-
 CAF_TEST(output without a queue arrives as messages and lands too) {
   CAF_REQUIRE(open_run("r1"));
   send_run_output(writer, "r1", nullptr, false, "plain", 101.0);
@@ -269,55 +203,6 @@ CAF_TEST(appends waiting in the mailbox share one commit and one notice) {
   auto runs = heard->back().runs;
   std::sort(runs.begin(), runs.end());
   CAF_CHECK_EQUAL(runs, (std::vector<std::string>{"r1", "r2"}));
-}
-
-CAF_TEST(a commit notice tells what it added to each live run in order with the run counts) {
-  auto heard = watch(writer);
-  CAF_REQUIRE(open_run("r1", "s1"));
-  CAF_REQUIRE(open_run("r2", "s2"));
-  CAF_CHECK(heard->back().tails.empty()); // an opening adds nothing to tell
-  heard->clear();
-  delta("r1", "a");
-  caf::anon_send(writer, run_event{"r1", R"({"event": "x"})", 101.5});
-  delta("r2", "b");
-  auto queue = open_run_output("r1"); // a worker's numbered output, through the run's queue
-  send_run_deltas(writer, "r1", *queue, {"c", "d"}, 102.0, 1);
-  deliver();
-  CAF_REQUIRE_EQUAL(heard->size(), 1u);
-  auto tails = heard->back().tails;
-  CAF_REQUIRE_EQUAL(tails.size(), 2u);
-  std::sort(tails.begin(), tails.end(), [](auto& x, auto& y) { return x.run_id < y.run_id; });
-  CAF_CHECK_EQUAL(tails[0].run_id, "r1");
-  CAF_CHECK_EQUAL(tails[0].texts, (std::vector<std::string>{"a", R"({"event": "x"})", "c", "d"}));
-  CAF_CHECK_EQUAL(tails[0].kinds, "dedd");
-  CAF_CHECK_EQUAL(tails[0].delta_count, 3);
-  CAF_CHECK_EQUAL(tails[0].event_count, 4);
-  CAF_CHECK_EQUAL(tails[1].texts, (std::vector<std::string>{"b"}));
-  CAF_CHECK_EQUAL(tails[1].delta_count, 1);
-  heard->clear();
-  delta("r1", "e");
-  deliver();
-  CAF_REQUIRE_EQUAL(heard->back().tails.size(), 1u);
-  const auto& next = heard->back().tails[0];
-  CAF_CHECK_EQUAL(next.delta_from(), 3);
-  CAF_CHECK_EQUAL(next.event_from(), 4);
-  CAF_CHECK_EQUAL(next.event_count, 5);
-  forget_run_output("r1");
-}
-
-CAF_TEST(a runs end and more text than a notice carries are told without a tail) {
-  auto heard = watch(writer);
-  CAF_REQUIRE(open_run("r1", "s1"));
-  heard->clear();
-  delta("r1", std::string(70'000, 'x'));
-  deliver();
-  CAF_REQUIRE_EQUAL(heard->size(), 1u);
-  CAF_CHECK_EQUAL(heard->back().runs, (std::vector<std::string>{"r1"}));
-  CAF_CHECK(heard->back().tails.empty());
-  delta("r1", "y");
-  CAF_REQUIRE(end_run("r1"));
-  CAF_CHECK_EQUAL(heard->back().runs, (std::vector<std::string>{"r1"}));
-  CAF_CHECK(heard->back().tails.empty());
 }
 
 CAF_TEST(a session row is written and an unknown history keeps the stored one) {

@@ -1,0 +1,71 @@
+#include "actors/commit_notices.hpp"
+
+#include <utility>
+
+namespace hb::actors {
+
+commit_notices::touched_run* commit_notices::entry(const std::string& run_id) {
+  if (auto found = touched_.find(run_id); found != touched_.end())
+    return &found->second;
+  auto it = session_of_run_.find(run_id);
+  if (it == session_of_run_.end())
+    return nullptr;
+  auto& added = touched_[run_id];
+  added.session = it->second;
+  return &added;
+}
+
+void commit_notices::ended(const std::string& run_id) {
+  untold(run_id);
+  session_of_run_.erase(run_id); // its entry in touched_ carries the session
+}
+
+void commit_notices::tell(const std::string& run_id, char kind, const std::string& text) {
+  auto* touched = entry(run_id);
+  if (!touched || !touched->whole)
+    return;
+  touched->tail_bytes += text.size();
+  if (touched->tail_bytes > max_tail_bytes)
+    return untold(run_id);
+  touched->tail.texts.push_back(text);
+  touched->tail.kinds.push_back(kind);
+}
+
+void commit_notices::untold(const std::string& run_id) {
+  if (auto* touched = entry(run_id)) {
+    touched->whole = false;
+    touched->tail = run_tail{};
+  }
+}
+
+void commit_notices::untold_all() {
+  for (auto& [_, touched] : touched_) {
+    touched.whole = false;
+    touched.tail = run_tail{};
+  }
+}
+
+std::optional<log_committed>
+commit_notices::take(const std::function<std::optional<counts_of_run>(const std::string&)>& counts) {
+  if (touched_.empty())
+    return std::nullopt;
+  log_committed notice;
+  notice.runs.reserve(touched_.size());
+  notice.sessions.reserve(touched_.size());
+  for (auto& [run, touched] : touched_) {
+    notice.runs.push_back(run);
+    notice.sessions.push_back(std::move(touched.session));
+    auto now = counts(run);
+    if (!touched.whole || touched.tail.texts.empty() || !now)
+      continue;
+    touched.tail.run_id = run;
+    touched.tail.delta_count = now->deltas;
+    touched.tail.event_count = now->events;
+    if (touched.tail.delta_from() >= 0 && touched.tail.event_from() >= 0)
+      notice.tails.push_back(std::move(touched.tail));
+  }
+  touched_.clear();
+  return notice;
+}
+
+} // namespace hb::actors

@@ -1,0 +1,58 @@
+// What the log writer's pending transaction touched, for the notice of its
+// commit (log_committed): each run it touched with its session and, while
+// the notice can tell it whole, what the transaction added to the run
+// (run_tail). Plain C++, owned by the writer.
+#pragma once
+
+#include "actors/log_messages.hpp"
+
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+namespace hb::actors {
+
+class commit_notices {
+public:
+  // A notice carries what a commit added to a run up to this much text;
+  // past it, followers read the log.
+  static constexpr size_t max_tail_bytes = 64 << 10;
+
+  // The run's session, known from its opening (or its taking up again)
+  // until its end.
+  void opened(const std::string& run_id, const std::string& session_id) { session_of_run_[run_id] = session_id; }
+  void ended(const std::string& run_id); // after its end was applied
+
+  // The run is in the next notice, with what tell() adds to it.
+  void touch(const std::string& run_id) { entry(run_id); }
+  // A delta ('d') or event ('e') about to be applied.
+  void tell(const std::string& run_id, char kind, const std::string& text);
+  // The run was touched in a way the notice cannot tell (its end, a write
+  // held for a retry): its followers read the log.
+  void untold(const std::string& run_id);
+  void untold_all();
+
+  // The notice of the commit just made, with each told run's counts as
+  // `counts` gives them (none once its end is written); empty when the
+  // transaction touched no run.
+  struct counts_of_run {
+    int64_t deltas, events;
+  };
+  std::optional<log_committed> take(const std::function<std::optional<counts_of_run>(const std::string&)>& counts);
+
+private:
+  struct touched_run {
+    std::string session;
+    run_tail tail;
+    size_t tail_bytes = 0;
+    bool whole = true; // every append of the run in the transaction is in `tail`
+  };
+  touched_run* entry(const std::string& run_id);
+
+  std::unordered_map<std::string, touched_run> touched_;
+  std::unordered_map<std::string, std::string> session_of_run_;
+};
+
+} // namespace hb::actors

@@ -1,0 +1,87 @@
+// What the log writer tells the broker with each commit: the runs touched
+// and, for live runs, what the commit added (run_tail), or nothing where a
+// read is the only way to know (a run's end, much text, a retried write).
+#define CAF_SUITE log_writer_notices
+#include "tests/actors/writer_fixture.hpp"
+
+#include "actors/run_output.hpp"
+
+#include <algorithm>
+
+using namespace hb::actors;
+using hb::test::writer_fixture;
+
+CAF_TEST_FIXTURE_SCOPE(log_writer_notices_tests, writer_fixture)
+
+CAF_TEST(a commit notice tells what it added to each live run in order with the run counts) {
+  auto heard = watch(writer);
+  CAF_REQUIRE(open_run("r1", "s1"));
+  CAF_REQUIRE(open_run("r2", "s2"));
+  CAF_CHECK(heard->back().tails.empty()); // an opening adds nothing to tell
+  heard->clear();
+  delta("r1", "a");
+  caf::anon_send(writer, run_event{"r1", R"({"event": "x"})", 101.5});
+  delta("r2", "b");
+  auto queue = open_run_output("r1"); // a worker's numbered output, through the run's queue
+  send_run_deltas(writer, "r1", *queue, {"c", "d"}, 102.0, 1);
+  deliver();
+  CAF_REQUIRE_EQUAL(heard->size(), 1u);
+  auto tails = heard->back().tails;
+  CAF_REQUIRE_EQUAL(tails.size(), 2u);
+  std::sort(tails.begin(), tails.end(), [](auto& x, auto& y) { return x.run_id < y.run_id; });
+  CAF_CHECK_EQUAL(tails[0].run_id, "r1");
+  CAF_CHECK_EQUAL(tails[0].texts, (std::vector<std::string>{"a", R"({"event": "x"})", "c", "d"}));
+  CAF_CHECK_EQUAL(tails[0].kinds, "dedd");
+  CAF_CHECK_EQUAL(tails[0].delta_count, 3);
+  CAF_CHECK_EQUAL(tails[0].event_count, 4);
+  CAF_CHECK_EQUAL(tails[1].texts, (std::vector<std::string>{"b"}));
+  CAF_CHECK_EQUAL(tails[1].delta_count, 1);
+  heard->clear();
+  delta("r1", "e");
+  deliver();
+  CAF_REQUIRE_EQUAL(heard->back().tails.size(), 1u);
+  const auto& next = heard->back().tails[0];
+  CAF_CHECK_EQUAL(next.delta_from(), 3);
+  CAF_CHECK_EQUAL(next.event_from(), 4);
+  CAF_CHECK_EQUAL(next.event_count, 5);
+  forget_run_output("r1");
+}
+
+CAF_TEST(a runs end and more text than a notice carries are told without a tail) {
+  auto heard = watch(writer);
+  CAF_REQUIRE(open_run("r1", "s1"));
+  heard->clear();
+  delta("r1", std::string(70'000, 'x'));
+  deliver();
+  CAF_REQUIRE_EQUAL(heard->size(), 1u);
+  CAF_CHECK_EQUAL(heard->back().runs, (std::vector<std::string>{"r1"}));
+  CAF_CHECK(heard->back().tails.empty());
+  delta("r1", "y");
+  CAF_REQUIRE(end_run("r1"));
+  CAF_CHECK_EQUAL(heard->back().runs, (std::vector<std::string>{"r1"}));
+  CAF_CHECK(heard->back().tails.empty());
+}
+
+CAF_TEST(output written again by a retry is told without a tail) {
+  auto heard = watch(writer);
+  CAF_REQUIRE(open_run("r1"));
+  heard->clear();
+  fill_disk();
+  std::vector<std::string> texts; // under a notice's bound, over what fits in the pages the log has
+  for (int i = 0; i < 40; ++i) {
+    texts.push_back(std::string(1000, static_cast<char>('a' + i % 26)));
+    delta("r1", texts.back());
+  }
+  deliver();
+  CAF_REQUIRE(health().degraded);
+  free_disk();
+  let_pass(std::chrono::seconds(1));
+  CAF_REQUIRE(!heard->empty());
+  CAF_CHECK_EQUAL(heard->back().runs, (std::vector<std::string>{"r1"}));
+  CAF_CHECK(heard->back().tails.empty());
+  auto run = committed_run("r1");
+  CAF_REQUIRE(run);
+  CAF_CHECK_EQUAL(run->deltas, texts);
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()
