@@ -99,7 +99,7 @@ caf::behavior broker_behavior(broker_actor* self, listener listen,
     },
     [=](log_committed& touched) { on_committed(self, touched); },
     [=](const questions_open& open) { self->state.open_questions = open.count; },
-    [=](poll_due) { on_wait_due(self); },
+    [=](const poll_due& due) { on_wait_due(self, due.when); },
     [=](question_asked& asked) { return self->delegate(self->state.links.questions, std::move(asked)); },
     [=](session_activity& a) {
       auto& st = self->state;

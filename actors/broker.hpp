@@ -71,12 +71,15 @@ typename Inspector::result_type inspect(Inspector& f, connection_sweep_due&) {
   return f(caf::meta::type_name("connection_sweep_due"));
 }
 
-// Broker -> itself: the earliest long-poll's wait_ms is over.
-struct poll_due {};
+// Broker -> itself: the earliest long-poll's wait_ms is over; `when`: the
+// steady clock's count it was armed for.
+struct poll_due {
+  int64_t when = 0;
+};
 
 template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, poll_due&) {
-  return f(caf::meta::type_name("poll_due"));
+typename Inspector::result_type inspect(Inspector& f, poll_due& x) {
+  return f(caf::meta::type_name("poll_due"), x.when);
 }
 
 inline void add_broker_message_types(caf::actor_system_config& cfg) {

@@ -55,8 +55,10 @@ public:
     return std::chrono::steady_clock::now();
   }
 
-  void arm_deadline(std::chrono::milliseconds wait) override {
-    self_->delayed_send(self_, wait, poll_due{});
+  void arm_deadline(steady_time when) override {
+    auto wait = std::chrono::ceil<std::chrono::milliseconds>(when - now());
+    self_->delayed_send(self_, std::max(wait, std::chrono::milliseconds(0)),
+                        poll_due{when.time_since_epoch().count()});
   }
 
   void ask_current_run(uint64_t key, const std::string& session_id) override {
@@ -106,8 +108,8 @@ void on_committed(broker_actor* self, log_committed& touched) {
   self->state.hub->on_committed(std::move(touched));
 }
 
-void on_wait_due(broker_actor* self) {
-  self->state.hub->on_deadline();
+void on_wait_due(broker_actor* self, int64_t when) {
+  self->state.hub->on_deadline(steady_time(steady_time::duration(when)));
 }
 
 void on_drained(broker_actor* self, handle h) {

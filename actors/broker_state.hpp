@@ -174,7 +174,7 @@ void on_request(broker_actor* self, const reply_to& to, requests::get_output& r)
 void on_request(broker_actor* self, const reply_to& to, requests::subscribe& r);
 // The writer committed news for these runs (log_messages.hpp).
 void on_committed(broker_actor* self, log_committed& touched);
-void on_wait_due(broker_actor* self);
+void on_wait_due(broker_actor* self, int64_t when);
 void drop_watchers_of(broker_actor* self, handle h);
 // The client of `h` has taken everything written so far.
 void on_drained(broker_actor* self, handle h);

@@ -49,14 +49,15 @@ void output_hub::arm_earliest() {
     return;
   }
   armed_ = deadlines_.begin()->first;
-  auto wait = std::chrono::ceil<std::chrono::milliseconds>(armed_ - out_.now());
-  out_.arm_deadline(std::max(wait, std::chrono::milliseconds(0)));
+  out_.arm_deadline(armed_);
 }
 
-void output_hub::on_deadline() {
+void output_hub::on_deadline(steady_time when) {
+  if (when != armed_)
+    return; // a timer superseded by an earlier one: that one is live
   auto now = out_.now();
-  if (now < armed_)
-    return; // an earlier timer, re-armed since
+  if (now < when)
+    return out_.arm_deadline(when); // early (a clock of its own): the one live timer again
   std::vector<uint64_t> due;
   for (auto it = deadlines_.begin(); it != deadlines_.end() && it->first <= now;)
     due.push_back(it->second), it = deadlines_.erase(it);

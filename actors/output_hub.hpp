@@ -66,8 +66,8 @@ public:
     // Bytes written to the client of h that it has not taken yet.
     virtual uint64_t unsent_bytes(handle h) = 0;
     virtual steady_time now() = 0;
-    // on_deadline() is to be called once `wait` has passed.
-    virtual void arm_deadline(std::chrono::milliseconds wait) = 0;
+    // on_deadline(when) is to be called once `when` has come.
+    virtual void arm_deadline(steady_time when) = 0;
     // on_current_run(key, ...) with the session's running run, if the session
     // is known and answers; nothing otherwise.
     virtual void ask_current_run(uint64_t key, const std::string& session_id) = 0;
@@ -102,8 +102,9 @@ public:
   // The session's running run when it was asked; empty when it idles.
   void on_current_run(uint64_t key, const std::string& run_id);
   void on_committed(log_committed touched);
-  // Answers the long-polls whose wait is over.
-  void on_deadline();
+  // Answers the long-polls whose wait is over; `when`: the time the timer
+  // was armed for (a timer armed before an earlier one is left alone).
+  void on_deadline(steady_time when);
   // The client of h has taken everything written so far.
   void on_drained(handle h);
   // The connection is gone: answers still on their way for its watchers are dropped.

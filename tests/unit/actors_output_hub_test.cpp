@@ -45,13 +45,13 @@ TEST_CASE_METHOD(hub_fixture, "output hub: a long-poll is answered at its deadli
   answer(1, no_news("early", 0, 0));
   CHECK(port.responses.empty()); // not yet due
   port.clock += 1ms;
-  hub.on_deadline();
+  timer_fires();
   REQUIRE(port.reads.size() == 3);
   answer(2, no_news("late", 0, 0));
   REQUIRE(port.responses.size() == 1);
   CHECK(port.responses[0].second == "late");
   CHECK(hub.size() == 0);
-  hub.on_deadline(); // a deadline for a poll answered already
+  timer_fires(); // a deadline for a poll answered already
   CHECK(port.reads.size() == 3);
 }
 
@@ -67,7 +67,7 @@ TEST_CASE_METHOD(hub_fixture, "output hub: long-polls share one timer, armed aga
     answer(i, no_news("", 0, 0));
   CHECK(hub.deadlines() == 3);
   port.clock += 1000ms;
-  hub.on_deadline();
+  timer_fires();
   REQUIRE(port.reads.size() == 4); // the third's, past its deadline
   CHECK(port.reads[3].key == port.reads[2].key);
   CHECK(port.deadlines.back() == 3990ms); // then the timer for the first
@@ -80,14 +80,37 @@ TEST_CASE_METHOD(hub_fixture, "output hub: long-polls share one timer, armed aga
   CHECK(port.responses.size() == 3);
   CHECK(hub.deadlines() == 0); // answered polls leave no deadline behind
   port.clock += 4000ms;
-  hub.on_deadline();
+  timer_fires();
   CHECK(port.reads.size() == 6);
+}
+
+TEST_CASE_METHOD(hub_fixture, "output hub: a timer superseded by an earlier one is ignored, one that fires early "
+                              "is armed again", "[output_hub]") {
+  poll(1, "r1", 0, 0, 5000);
+  auto later = port.armed_for;
+  poll(2, "r1", 0, 0, 1000);
+  answer(0, no_news("", 0, 0));
+  answer(1, no_news("", 0, 0));
+  port.clock += 1000ms;
+  hub.on_deadline(later); // the first timer, armed for 5 s: not the live one
+  CHECK(port.reads.size() == 2);
+  port.clock -= 1ms;
+  timer_fires(); // the live one, a little before its time on this clock
+  CHECK(port.reads.size() == 2);
+  REQUIRE(port.deadlines.size() == 3);
+  CHECK(port.deadlines.back() == 1ms);
+  port.clock += 1ms;
+  timer_fires();
+  REQUIRE(port.reads.size() == 3);
+  answer(2, no_news("due", 0, 0));
+  REQUIRE(port.responses.size() == 1);
+  CHECK(port.responses[0].first.h.id() == 2);
 }
 
 TEST_CASE_METHOD(hub_fixture, "output hub: a deadline during a read waits for that read's answer", "[output_hub]") {
   poll(3, "r1", 0, 0, 1000);
   port.clock += 1000ms;
-  hub.on_deadline();
+  timer_fires();
   CHECK(port.reads.size() == 1); // no second read beside the one on its way
   answer(0, no_news("as is", 0, 0));
   REQUIRE(port.responses.size() == 1);
@@ -135,7 +158,7 @@ TEST_CASE_METHOD(hub_fixture, "output hub: a closed connection's watchers are dr
   hub.on_read_failed(port.reads[0].key, R"({"ok": false, "error": "gone", "error_type": "RuntimeError"})");
   CHECK(port.responses.empty());
   CHECK(port.lines_of(1).empty());
-  hub.on_deadline();
+  timer_fires();
   answer(2, no_news("", 0, 0));
   commit({"r1"}, {"s"});
   REQUIRE(port.reads.size() == 4);

@@ -169,7 +169,7 @@ TEST_CASE_METHOD(hub_on_a_log, "output hub: an up-to-date long-poll waits withou
   CHECK(port.responses[0].second == read_line(1, 1));
   hub.long_poll(to(4), requests::get_output{"r1", 2, 2, false, 5000});
   port.clock += 5000ms;
-  hub.on_deadline();
+  timer_fires();
   REQUIRE(port.responses.size() == 2); // nothing new by its deadline: answered as a read would
   CHECK(port.responses[1].second == read_line(2, 2));
   CHECK(port.reads.empty());

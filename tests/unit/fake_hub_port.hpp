@@ -33,7 +33,8 @@ struct fake_port final : output_hub::port {
   std::vector<pushed_line> pushed;
   std::vector<std::pair<int64_t, std::string>> cuts;
   std::vector<int64_t> ended;
-  std::vector<std::chrono::milliseconds> deadlines; // the hub's one timer, as armed
+  std::vector<std::chrono::milliseconds> deadlines; // the hub's one timer, as armed: its wait from then
+  steady_time armed_for{};                          // and the time it was last armed for
   std::vector<std::pair<uint64_t, std::string>> asked;
   std::map<int64_t, uint64_t> unsent;
   std::set<int64_t> too_far_behind; // push ends these streams, as push_line does
@@ -67,7 +68,10 @@ struct fake_port final : output_hub::port {
     return it == unsent.end() ? 0 : it->second;
   }
   steady_time now() override { return clock; }
-  void arm_deadline(std::chrono::milliseconds wait) override { deadlines.push_back(wait); }
+  void arm_deadline(steady_time when) override {
+    deadlines.push_back(std::chrono::ceil<std::chrono::milliseconds>(when - clock));
+    armed_for = when;
+  }
   void ask_current_run(uint64_t key, const std::string& session_id) override {
     asked.emplace_back(key, session_id);
   }
@@ -89,6 +93,8 @@ struct hub_fixture {
   hub_fixture() { port.hub = &hub; }
 
   void answer(size_t read, output_reply reply) { hub.on_read(port.reads.at(read).key, std::move(reply)); }
+  // The hub's timer fires (whether or not its time has come on the fake clock).
+  void timer_fires() { hub.on_deadline(port.armed_for); }
   // The client of `conn` took everything it was sent.
   void drain(int64_t conn) {
     port.unsent[conn] = 0;
