@@ -46,7 +46,7 @@ void commit_notices::untold_all() {
 }
 
 std::optional<log_committed>
-commit_notices::take(const std::function<std::optional<counts_of_run>(const std::string&)>& counts) {
+commit_notices::take(const counts_of_run& counts) {
   if (touched_.empty())
     return std::nullopt;
   log_committed notice;

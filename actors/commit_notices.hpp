@@ -37,10 +37,8 @@ public:
   // The notice of the commit just made, with each told run's counts as
   // `counts` gives them (none once its end is written); empty when the
   // transaction touched no run.
-  struct counts_of_run {
-    int64_t deltas, events;
-  };
-  std::optional<log_committed> take(const std::function<std::optional<counts_of_run>(const std::string&)>& counts);
+  using counts_of_run = std::function<std::optional<storage::log_writer::run_counts>(const std::string&)>;
+  std::optional<log_committed> take(const counts_of_run& counts);
 
 private:
   struct touched_run {

@@ -60,11 +60,7 @@ using writer_actor = caf::stateful_actor<writer_state>;
 
 void publish(writer_actor* self) {
   auto& st = self->state;
-  auto notice = st.notices.take([&](const std::string& run) -> std::optional<commit_notices::counts_of_run> {
-    if (auto counts = st.batches->log().counts(run))
-      return commit_notices::counts_of_run{counts->deltas, counts->events};
-    return std::nullopt;
-  });
+  auto notice = st.notices.take([&](const std::string& run) { return st.batches->log().counts(run); });
   if (notice && st.listener)
     self->send(st.listener, std::move(*notice));
 }
