@@ -281,6 +281,11 @@ uint64_t unsent_bytes(broker_actor* self, handle h) {
   return it == self->state.connections.end() ? 0 : it->second.unsent_bytes;
 }
 
+steady_time last_taken(broker_actor* self, handle h) {
+  auto it = self->state.connections.find(h.id());
+  return it == self->state.connections.end() ? steady_time{} : it->second.write_progress;
+}
+
 void cut_stalled_writers(broker_actor* self, steady_time now) {
   auto& st = self->state;
   std::vector<int64_t> stalled;

@@ -51,6 +51,10 @@ public:
     return actors::unsent_bytes(self_, h);
   }
 
+  steady_time last_taken(handle h) override {
+    return actors::last_taken(self_, h);
+  }
+
   steady_time now() override {
     return std::chrono::steady_clock::now();
   }

@@ -161,6 +161,8 @@ std::string encode(const health_reply& r) {
     .integer("pending_questions", r.pending_questions)
     .integer("connections", r.connections)
     .integer("subscribers", r.subscribers)
+    .raw("output_windows",
+         object_writer{}.integer("runs", r.window_runs).integer("bytes", r.window_bytes).finish())
     .integer("pending_request_bytes", r.pending_request_bytes)
     .integer("queued_answer_bytes", r.queued_answer_bytes)
     .integer("log_bytes", r.log_bytes)

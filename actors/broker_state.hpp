@@ -180,6 +180,7 @@ void drop_watchers_of(broker_actor* self, handle h);
 void on_drained(broker_actor* self, handle h);
 // Bytes written to the client of `h` that it has not taken yet.
 uint64_t unsent_bytes(broker_actor* self, handle h);
+steady_time last_taken(broker_actor* self, handle h);
 
 // -- broker_intake.cpp -------------------------------------------------------------
 // One request line of connection `h`: decoded, then routed.

@@ -254,14 +254,15 @@ void output_hub::drop_watchers_of(handle h) {
   }
 }
 
-// A subscriber whose news has waited this long for it to read is cut off,
-// whatever it holds: the daemon does not keep state for clients that left
-// without closing.
+// A subscriber whose news has waited this long for a client that took
+// nothing is cut off: the daemon does not keep state for clients that left
+// without closing. One that keeps taking its line, however slowly, is not
+// (a big line to a busy client could take longer than the limit).
 void output_hub::cut_stalled() {
   auto now = out_.now();
   std::vector<uint64_t> stalled;
   for (auto& [key, w] : watchers_)
-    if (w.deferred && now - w.deferred_since >= limits_.subscriber_stall)
+    if (w.deferred && now - std::max(w.deferred_since, out_.last_taken(w.to.h)) >= limits_.subscriber_stall)
       stalled.push_back(key);
   for (uint64_t key : stalled) {
     auto it = watchers_.find(key);

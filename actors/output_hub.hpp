@@ -65,6 +65,9 @@ public:
     virtual void end_stream(handle h) = 0;
     // Bytes written to the client of h that it has not taken yet.
     virtual uint64_t unsent_bytes(handle h) = 0;
+    // When the client of h last took some of it (or, if later, when the
+    // daemon began to wait for it to).
+    virtual steady_time last_taken(handle h) = 0;
     virtual steady_time now() = 0;
     // on_deadline(when) is to be called once `when` has come.
     virtual void arm_deadline(steady_time when) = 0;
@@ -109,7 +112,8 @@ public:
   void on_drained(handle h);
   // The connection is gone: answers still on their way for its watchers are dropped.
   void drop_watchers_of(handle h);
-  // Ends the subscriptions whose clients have held news back too long.
+  // Ends the subscriptions whose news has waited for a client that took
+  // nothing for --subscriber-stall-ms.
   void cut_stalled();
   // The daemon hands over to a successor: long-polls are answered now with
   // what they have, subscriptions end with `why` and where to resume.
@@ -117,6 +121,7 @@ public:
 
   size_t size() const { return watchers_.size(); }
   size_t deadlines() const { return deadlines_.size(); }
+  const run_windows& windows() const { return windows_; }
 
 private:
   uint64_t add(watcher w);

@@ -11,7 +11,7 @@ import socket
 import time
 import unittest
 
-from harness import Bridge
+from harness import Bridge, wait_for
 
 
 _pending: dict[int, bytes] = {}  # bytes read past the last line handed out, per socket
@@ -103,6 +103,19 @@ class Subscriptions(unittest.TestCase):
                 self.assertLessEqual(before["cursor"], after["cursor"])
                 self.assertLess(before["event_cursor"], after["event_cursor"] + (1 if after["done"] else 0))
 
+    def test_health_shows_the_output_kept_for_live_runs(self):
+        with Bridge() as b:
+            run = b.chat("w", "script:stream 300 10")["run_id"]
+            first = read_stream(subscribe(b, run_id=run), limit=2)  # some output is committed
+            self.assertTrue(first[-1]["delta"])
+            windows = b.request({"action": "health"})["output_windows"]
+            self.assertEqual(windows["runs"], 1)
+            self.assertGreaterEqual(windows["bytes"], len("".join(line["delta"] for line in first)))
+            b.wait_done(run)
+            # the commit's notice reaches the hub a moment after a read can see the end
+            wait_for(lambda: b.request({"action": "health"})["output_windows"] == {"runs": 0, "bytes": 0},
+                     what="the ended run's window dropped")
+
     def test_reconnecting_with_the_last_cursors_loses_and_repeats_nothing(self):
         rng = random.Random(7)
         with Bridge() as b:
@@ -192,15 +205,17 @@ class Subscriptions(unittest.TestCase):
 
     def test_a_frozen_subscriber_is_cut_off_not_waited_for(self):
         # Paced so the frozen reader's socket fills up while the run still
-        # streams: its news is then held back, and after 300 ms of that it is
-        # cut off (or earlier, by the byte limit).
-        with Bridge(args=["--subscriber-buffer-bytes", "65536", "--subscriber-stall-ms", "300"]) as b:
+        # streams: its news is then held back, and after a second of taking
+        # none of it, it is cut off (or earlier, by the byte limit). A second
+        # is well inside the run, and longer than a busy machine keeps the
+        # healthy reader from reading (300 ms was not, under ASan in CI).
+        with Bridge(args=["--subscriber-buffer-bytes", "65536", "--subscriber-stall-ms", "1000"]) as b:
             run = b.chat("frozen", "script:stream 4000 1")["run_id"]
             frozen = subscribe(b, run_id=run)  # reads nothing until the run is over
             frozen.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
             healthy = read_stream(subscribe(b, run_id=run))
             full = b.request({"action": "get_result", "run_id": run})
-            self.assertTrue(healthy[-1]["done"])
+            self.assertTrue(healthy[-1].get("done"), healthy[-1])
             self.assertEqual("".join(line["delta"] for line in healthy), full["output"])
             lines = read_stream(frozen)
             last = lines[-1]

@@ -186,3 +186,25 @@ TEST_CASE_METHOD(hub_fixture, "output hub: a subscriber holding news back for --
   CHECK(port.cuts[0].second == "the client has not read for 30000 ms (--subscriber-stall-ms)");
   CHECK(hub.size() == 1);
 }
+
+TEST_CASE_METHOD(hub_fixture, "output hub: a subscriber whose client keeps taking its line slowly is not cut off",
+                 "[output_hub]") {
+  follow_run(1, "r1");
+  answer(0, news("L1", 1, 0));
+  commit({"r1"}, {"s"});
+  answer(1, news("L2", 2, 0)); // held back: L1 is still on its way
+  for (int i = 0; i < 4; ++i) {
+    port.clock += 20'000ms;
+    take_some(1);
+    hub.cut_stalled();
+  }
+  CHECK(port.cuts.empty());
+  port.clock += 29'999ms;
+  hub.cut_stalled();
+  CHECK(port.cuts.empty());
+  port.clock += 1ms; // nothing taken for 30 s
+  hub.cut_stalled();
+  REQUIRE(port.cuts.size() == 1);
+  CHECK(port.cuts[0].first == 1);
+  CHECK(hub.size() == 0);
+}

@@ -37,6 +37,7 @@ struct fake_port final : output_hub::port {
   steady_time armed_for{};                          // and the time it was last armed for
   std::vector<std::pair<uint64_t, std::string>> asked;
   std::map<int64_t, uint64_t> unsent;
+  std::map<int64_t, steady_time> taken; // when each client last took some of what it was sent
   std::set<int64_t> too_far_behind; // push ends these streams, as push_line does
   bool takes_at_once = false;       // pushed lines leave at once (nothing stays unsent)
   steady_time clock = steady_time{} + std::chrono::hours(1);
@@ -67,6 +68,10 @@ struct fake_port final : output_hub::port {
     auto it = unsent.find(h.id());
     return it == unsent.end() ? 0 : it->second;
   }
+  steady_time last_taken(handle h) override {
+    auto it = taken.find(h.id());
+    return it == taken.end() ? steady_time{} : it->second;
+  }
   steady_time now() override { return clock; }
   void arm_deadline(steady_time when) override {
     deadlines.push_back(std::chrono::ceil<std::chrono::milliseconds>(when - clock));
@@ -95,6 +100,11 @@ struct hub_fixture {
   void answer(size_t read, output_reply reply) { hub.on_read(port.reads.at(read).key, std::move(reply)); }
   // The hub's timer fires (whether or not its time has come on the fake clock).
   void timer_fires() { hub.on_deadline(port.armed_for); }
+  // The client of `conn` took some of what it was sent, not all.
+  void take_some(int64_t conn) {
+    port.unsent[conn] -= 1;
+    port.taken[conn] = port.clock;
+  }
   // The client of `conn` took everything it was sent.
   void drain(int64_t conn) {
     port.unsent[conn] = 0;
