@@ -100,6 +100,7 @@ caf::behavior broker_behavior(broker_actor* self, listener listen,
     [=](log_committed& touched) { on_committed(self, touched); },
     [=](const questions_open& open) { self->state.open_questions = open.count; },
     [=](const poll_due& due) { on_wait_due(self, due.when); },
+    [=](const connection_drained& d) { on_drained(self, handle::from_int(d.connection)); },
     [=](question_asked& asked) { return self->delegate(self->state.links.questions, std::move(asked)); },
     [=](session_activity& a) {
       auto& st = self->state;

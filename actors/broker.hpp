@@ -82,13 +82,28 @@ typename Inspector::result_type inspect(Inspector& f, poll_due& x) {
   return f(caf::meta::type_name("poll_due"), x.when);
 }
 
+// Broker -> itself: the client of a subscription has taken everything
+// written to it. Handled as a message of its own, after CAF's write has
+// returned: CAF delivers data_transferred_msg from within its write, before
+// it decides whether to keep writing, and the next line is not written from
+// there.
+struct connection_drained {
+  int64_t connection = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, connection_drained& x) {
+  return f(caf::meta::type_name("connection_drained"), x.connection);
+}
+
 inline void add_broker_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<broker_stop>("hb::broker_stop")
     .add_message_type<broker_hand_over>("hb::broker_hand_over")
     .add_message_type<handover_due>("hb::handover_due")
     .add_message_type<idle_sweep_due>("hb::idle_sweep_due")
     .add_message_type<connection_sweep_due>("hb::connection_sweep_due")
-    .add_message_type<poll_due>("hb::poll_due");
+    .add_message_type<poll_due>("hb::poll_due")
+    .add_message_type<connection_drained>("hb::connection_drained");
 }
 
 // How the broker makes a session actor: spawn_session or

@@ -273,7 +273,7 @@ void on_transferred(broker_actor* self, const caf::io::data_transferred_msg& msg
   if (conn.closing)
     return release(self, msg.handle);
   if (conn.streaming) // only subscriptions hold news back for a drained client
-    on_drained(self, msg.handle);
+    self->send(self, connection_drained{msg.handle.id()});
 }
 
 uint64_t unsent_bytes(broker_actor* self, handle h) {
