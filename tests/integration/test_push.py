@@ -205,11 +205,12 @@ class Subscriptions(unittest.TestCase):
 
     def test_a_frozen_subscriber_is_cut_off_not_waited_for(self):
         # Paced so the frozen reader's socket fills up while the run still
-        # streams: its news is then held back, and after a second of taking
-        # none of it, it is cut off (or earlier, by the byte limit). A second
-        # is well inside the run, and longer than a busy machine keeps the
-        # healthy reader from reading (300 ms was not, under ASan in CI).
-        with Bridge(args=["--subscriber-buffer-bytes", "65536", "--subscriber-stall-ms", "1000"]) as b:
+        # streams: its news is then held back, and once more than the byte
+        # limit waits (or after two seconds of taking none of it) it is cut
+        # off. Two seconds is longer than a busy machine keeps the healthy
+        # reader from reading (300 ms was not, under ASan in CI; one of 15
+        # runs failed at one second while the machine compiled).
+        with Bridge(args=["--subscriber-buffer-bytes", "65536", "--subscriber-stall-ms", "2000"]) as b:
             run = b.chat("frozen", "script:stream 4000 1")["run_id"]
             frozen = subscribe(b, run_id=run)  # reads nothing until the run is over
             frozen.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
