@@ -1,9 +1,12 @@
 #include "storage/checkpoint.hpp"
 
+#include "storage/log_file.hpp"
+
 namespace hb::storage {
 
 checkpoint_connection::checkpoint_connection(const std::string& path) : db_(path, SQLite::OPEN_READWRITE) {
   db_.setBusyTimeout(1000);
+  limit_page_cache(db_);
 }
 
 bool checkpoint_connection::checkpoint(std::string* failure) {

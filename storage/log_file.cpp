@@ -23,8 +23,11 @@ int stored_schema_version(const std::string& path) {
   }
 }
 
+void limit_page_cache(SQLite::Database& db, int kib) { db.exec("PRAGMA cache_size=-" + std::to_string(kib)); }
+
 void prepare_log(SQLite::Database& db, const std::string& synchronous) {
   db.setBusyTimeout(5000);
+  limit_page_cache(db);
   std::string mode = db.execAndGet("PRAGMA journal_mode=WAL").getString();
   if (mode != "wal")
     throw std::runtime_error("event log: cannot switch to WAL mode (got " + mode + ")");

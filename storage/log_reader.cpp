@@ -1,5 +1,7 @@
 #include "storage/log_reader.hpp"
 
+#include "storage/log_file.hpp"
+
 #include <algorithm>
 #include <limits>
 
@@ -8,6 +10,7 @@ namespace hb::storage {
 log_reader::log_reader(const std::string& path)
   : db_(path, SQLite::OPEN_READONLY | SQLite::OPEN_FULLMUTEX) {
   db_.setBusyTimeout(5000);
+  limit_page_cache(db_);
   run_ = std::make_unique<SQLite::Statement>(
     db_, "SELECT run_no, session_id, status, started_at, ended_at, pruned_at FROM runs WHERE run_id=?");
   // Apart: a run's result holds its whole output, and a cut read skips it.

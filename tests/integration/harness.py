@@ -170,13 +170,27 @@ class Bridge:
     # -- talking --------------------------------------------------------------
     def connect(self, timeout: float = 30.0) -> socket.socket:
         if self.endpoint.startswith("ipc://"):
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            sock.settimeout(timeout)
-            try:
-                sock.connect(self.endpoint[len("ipc://"):])
-            except OSError:
-                sock.close()
-                raise
+            path = self.endpoint[len("ipc://"):]
+            deadline = time.monotonic() + timeout
+            delay = 0.001
+            while True:
+                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                sock.settimeout(timeout)
+                try:
+                    sock.connect(path)
+                    break
+                except BlockingIOError:
+                    # A timeout makes the socket non-blocking, so a full listen
+                    # backlog (many clients at once against a slow accept loop)
+                    # shows as EAGAIN rather than a wait: retry until the deadline.
+                    sock.close()
+                    if time.monotonic() + delay > deadline:
+                        raise
+                    time.sleep(delay)
+                    delay = min(delay * 2, 0.05)
+                except OSError:
+                    sock.close()
+                    raise
         else:
             host, port = self.endpoint[len("tcp://"):].rsplit(":", 1)
             sock = socket.create_connection((host, int(port)), timeout=timeout)

@@ -1,3 +1,4 @@
+#include "storage/log_file.hpp"
 #include "storage/log_reader.hpp"
 #include "storage/log_writer.hpp"
 #include "storage/run_events.hpp"
@@ -233,4 +234,12 @@ TEST_CASE("a log from a newer hermes-bridge is refused with a clear message", "[
   } catch (const std::runtime_error& e) {
     CHECK(std::string(e.what()).find("schema version 999") != std::string::npos);
   }
+}
+
+TEST_CASE("the writer's page cache is capped below SQLite's default", "[storage]") {
+  temp_db db;
+  hb::storage::log_writer w(db.path);
+  int64_t cache = w.database().execAndGet("PRAGMA cache_size").getInt64();
+  CHECK(cache == -hb::storage::page_cache_kib); // negative: KiB, not pages
+  CHECK(hb::storage::page_cache_kib < 2000);    // below SQLite's 2 MiB default
 }

@@ -268,6 +268,50 @@ class Acknowledgements(ConnectionCase):
         self.assertEqual(frames.read(self.inbox)["texts"], ["next"])
 
 
+ARENA_PROBE = r"""
+import ctypes, os, sys, tempfile, threading
+sys.path.insert(0, sys.argv[1])
+if sys.argv[2] == "tuned":
+    import worker_main
+    worker_main.tune_malloc()
+kept, start = [], threading.Barrier(8)
+def turn():  # as a turn thread does: allocates while the others do
+    start.wait()
+    kept.extend(bytearray(4096) for _ in range(200))
+threads = [threading.Thread(target=turn) for _ in range(8)]
+for t in threads: t.start()
+for t in threads: t.join()
+libc = ctypes.CDLL(None)
+libc.fopen.restype = ctypes.c_void_p
+handle, path = tempfile.mkstemp()
+os.close(handle)
+fp = libc.fopen(path.encode(), b"w")
+libc.malloc_info(0, ctypes.c_void_p(fp))
+libc.fclose(ctypes.c_void_p(fp))
+print(open(path).read().count("<heap nr="))
+os.unlink(path)
+"""
+
+
+class MallocArenas(unittest.TestCase):
+    """glibc's arenas in a process whose threads allocate at once, as a
+    worker's turn threads do (worker_main.tune_malloc)."""
+
+    def heaps(self, mode: str, **env: str) -> int:
+        environ = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"}
+        environ.update(env)
+        out = subprocess.run([sys.executable, "-B", "-c", ARENA_PROBE, str(REPO / "bridge" / "python"), mode],
+                             capture_output=True, text=True, env=environ, timeout=60, check=True)
+        return int(out.stdout.strip())
+
+    def test_a_worker_keeps_one_arena_where_threads_would_each_get_one(self):
+        self.assertGreater(self.heaps("plain"), 1)  # what the worker avoids
+        self.assertEqual(self.heaps("tuned"), 1)
+
+    def test_a_users_own_malloc_arena_max_wins(self):
+        self.assertGreater(self.heaps("tuned", MALLOC_ARENA_MAX="4"), 1)
+
+
 class WorkerCase(unittest.TestCase):
     """worker_main.py as the daemon starts it: fd 3 is its end of the pair."""
 
