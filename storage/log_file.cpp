@@ -23,7 +23,9 @@ int stored_schema_version(const std::string& path) {
   }
 }
 
-void limit_page_cache(SQLite::Database& db, int kib) { db.exec("PRAGMA cache_size=-" + std::to_string(kib)); }
+void limit_page_cache(SQLite::Database& db) {
+  db.exec("PRAGMA cache_size=-" + std::to_string(page_cache_kib)); // negative: KiB, not pages
+}
 
 void prepare_log(SQLite::Database& db, const std::string& synchronous) {
   db.setBusyTimeout(5000);

@@ -20,7 +20,7 @@ void prepare_log(SQLite::Database& db, const std::string& synchronous);
 // about 1.5 kB of each of a thousand idle sessions; tail reads and the
 // streaming rate did not move).
 inline constexpr int page_cache_kib = 256;
-void limit_page_cache(SQLite::Database& db, int kib = page_cache_kib);
+void limit_page_cache(SQLite::Database& db);
 
 // 0 for a file that holds no event log yet.
 int stored_schema_version(SQLite::Database& db);
