@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from bridge_json import clean_text
-
 if TYPE_CHECKING:
     from worker_main import Worker
 
@@ -39,11 +37,9 @@ class Turn:
         # threads) and taken off it (by the writer): its backlog there.
         self.put_bytes = 0
         self.taken_bytes = 0
-
-    def text(self, text: Any) -> None:
-        if text is None:
-            return
-        self.worker.conn.send_text(self, clean_text(text if isinstance(text, str) else str(text)))
+        # The agent's stream callback (Connection.text_sender): one delta, on
+        # the hot path.
+        self.text = worker.conn.text_sender(self)
 
     def event(self, json_text: str) -> None:
         self.worker.conn.send_event(self, json_text)

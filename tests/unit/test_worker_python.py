@@ -124,12 +124,12 @@ class Batching(ConnectionCase):
         # Holding the lock keeps the writer from taking anything: all of it
         # is waiting when the writer gets to it.
         with self.conn.lock:
-            self.conn.send_text(a, "a1 ")
+            self.conn.text_sender(a)("a1 ")
             self.conn.send_for(a, "event", json='{"event": "x"}')
-            self.conn.send_text(b, "b1 ")
-            self.conn.send_text(a, "a2 ")
+            self.conn.text_sender(b)("b1 ")
+            self.conn.text_sender(a)("a2 ")
             self.conn.send("reply", req=5, ok=True, value="", error_type="", error="")
-            self.conn.send_text(b, "b2 ")
+            self.conn.text_sender(b)("b2 ")
             self.conn.send_for(b, "turn_end", status="complete", result="{}", error=None, history="[]",
                                message_count=0)
         first = frames.read(self.inbox)
@@ -145,11 +145,11 @@ class Batching(ConnectionCase):
     def test_a_turn_end_with_raw_fields_goes_as_itself_between_batches_in_order(self):
         a, b = FakeTurn(1), FakeTurn(2)
         with self.conn.lock:
-            self.conn.send_text(a, "a1 ")
-            self.conn.send_text(b, "b1 ")
+            self.conn.text_sender(a)("a1 ")
+            self.conn.text_sender(b)("b1 ")
             self.conn.send_for(a, "turn_end", status="complete", result=frames.raw('{"x": 1}'), error=None,
                                history=frames.raw("[]"), message_count=0)
-            self.conn.send_text(b, "b2 ")
+            self.conn.text_sender(b)("b2 ")
             self.conn.send_event(b, '{"event": "y"}')
         first = frames.read(self.inbox)
         self.assertEqual([(f["t"], f["turn"], f["seq"]) for f in first["frames"]], [("texts", 1, 1), ("texts", 2, 1)])
@@ -163,11 +163,11 @@ class Batching(ConnectionCase):
         a, b = FakeTurn(1), FakeTurn(2)
         with self.conn.lock:
             for i in range(5):
-                self.conn.send_text(a, f"a{i} ")
-            self.conn.send_text(b, "b0 ")
-            self.conn.send_text(a, "a5 ")
+                self.conn.text_sender(a)(f"a{i} ")
+            self.conn.text_sender(b)("b0 ")
+            self.conn.text_sender(a)("a5 ")
             self.conn.send_event(a, '{"event": "x"}')
-            self.conn.send_text(a, "a6 ")
+            self.conn.text_sender(a)("a6 ")
         batch = frames.read(self.inbox)
         self.assertEqual([(f["t"], f["turn"], f["seq"], f.get("texts")) for f in batch["frames"]],
                          [("texts", 1, 1, ["a0 ", "a1 ", "a2 ", "a3 ", "a4 "]), ("texts", 2, 1, ["b0 "]),
@@ -179,7 +179,7 @@ class Batching(ConnectionCase):
         turns = [FakeTurn(i + 1) for i in range(16)]
         def stream(turn):
             for i in range(500):
-                self.conn.send_text(turn, f"{i} ")
+                self.conn.text_sender(turn)(f"{i} ")
                 if i % 100 == 0:
                     self.conn.send_event(turn, f'{{"event": "e{i}"}}')
             self.conn.end_turn(turn, status="complete", result="{}", error=None, history="[]", message_count=0)
@@ -201,10 +201,28 @@ class Batching(ConnectionCase):
             self.assertEqual(frames_[-1]["t"], "turn_end")
 
     def test_an_idle_writer_sends_a_lone_frame_as_itself(self):
-        self.conn.send_text(FakeTurn(1), "alone ")
+        self.conn.text_sender(FakeTurn(1))("alone ")
         self.assertEqual(frames.read(self.inbox), {"t": "texts", "turn": 1, "seq": 1, "texts": ["alone "]})
-        self.conn.send_text(FakeTurn(2), "next ")
+        self.conn.text_sender(FakeTurn(2))("next ")
         self.assertEqual(frames.read(self.inbox)["texts"], ["next "])
+
+    def test_the_stream_callback_skips_none_and_sends_any_delta_as_valid_text(self):
+        turn = FakeTurn(1)
+        text = self.conn.text_sender(turn)
+        with self.conn.lock:
+            for delta in ("a ", None, 7, "bad\ud800 ", "\u00e9 "):
+                text(delta)
+        self.assertEqual(frames.read(self.inbox), {"t": "texts", "turn": 1, "seq": 1,
+                                                   "texts": ["a ", "7", "bad\ufffd ", "\u00e9 "]})
+        self.assertEqual(turn.seq, 4)
+
+    def test_a_closed_turns_stream_callback_sends_nothing(self):
+        a, b = FakeTurn(1), FakeTurn(2)
+        self.conn.end_turn(a, status="complete", result="{}", error=None, history="[]", message_count=0)
+        self.assertEqual(frames.read(self.inbox)["t"], "turn_end")
+        self.conn.text_sender(a)("late ")  # a thread the turn left behind
+        self.conn.text_sender(b)("b ")
+        self.assertEqual(frames.read(self.inbox)["turn"], 2)
 
 
 class Acknowledgements(ConnectionCase):
@@ -219,12 +237,12 @@ class Acknowledgements(ConnectionCase):
 
     def test_frames_are_kept_until_committed_and_only_a_turns_own(self):
         a, b = FakeTurn(1), FakeTurn(2)
-        self.conn.send_text(a, "a1")
+        self.conn.text_sender(a)("a1")
         self.conn.send_event(a, "{}")  # ends a run of texts: a1 is an entry of its own
         with self.conn.lock:  # the writer waits: a3 and a4 join one `texts` entry
-            self.conn.send_text(a, "a3")
-            self.conn.send_text(a, "a4")
-        self.conn.send_text(b, "b1")
+            self.conn.text_sender(a)("a3")
+            self.conn.text_sender(a)("a4")
+        self.conn.text_sender(b)("b1")
         self.conn.send("reply", req=1, ok=True, value="", error_type="", error="")  # not a turn's: not kept
         self.assertEqual(self.kept(), {1: [1, 2, 3, 4], 2: [1]})
         self.assertEqual(self.conn.unacked_frames, 5)
@@ -243,13 +261,13 @@ class Acknowledgements(ConnectionCase):
         self.conn.track(a)
         with self.conn.lock:
             for i in range(1, 6):
-                self.conn.send_text(a, f"a{i}")
+                self.conn.text_sender(a)(f"a{i}")
         self.assertEqual(frames.read(self.inbox), {"t": "texts", "turn": 1, "seq": 1, "texts": ["a1", "a2", "a3", "a4", "a5"]})
         with self.conn.lock:
             a.held = True  # as an attach leaves it: the new daemon's log holds up to seq 2
         self.conn.resume(1, 2)
         self.assertEqual(frames.read(self.inbox), {"t": "texts", "turn": 1, "seq": 3, "texts": ["a3", "a4", "a5"]})
-        self.conn.send_text(a, "a6")
+        self.conn.text_sender(a)("a6")
         self.assertEqual(frames.expand(frames.read(self.inbox)), [{"t": "text", "turn": 1, "seq": 6, "text": "a6"}])
         self.assertEqual(self.kept(), {1: [1, 2, 3, 4, 5, 6]})  # kept whole until all of it is in the log
         self.conn.committed(1, 5)
@@ -258,10 +276,10 @@ class Acknowledgements(ConnectionCase):
     def test_senders_wait_past_the_bound_until_an_acknowledgement_makes_room(self):
         self.conn.UNACKED_LIMIT = 1000
         turn = FakeTurn(1)
-        self.conn.send_text(turn, "x" * 2000)  # over the bound once sent and kept
+        self.conn.text_sender(turn)("x" * 2000)  # over the bound once sent and kept
         frames.read(self.inbox)
         sent = threading.Event()
-        threading.Thread(target=lambda: (self.conn.send_text(turn, "next"), sent.set()), daemon=True).start()
+        threading.Thread(target=lambda: (self.conn.text_sender(turn)("next"), sent.set()), daemon=True).start()
         self.assertFalse(sent.wait(0.3))  # held back: nothing acknowledged
         self.conn.committed(1, 1)
         self.assertTrue(sent.wait(5))
