@@ -62,8 +62,9 @@ def context_info(agent: Any, messages: Any, instructions: Any) -> dict[str, Any]
     tools = getattr(agent, "tools", None) or []
     listed = messages if isinstance(messages, list) else []
     try:
-        total = estimate(listed, system_prompt=prompt, tools=tools or None)
         fixed = estimate([], system_prompt=prompt, tools=tools or None)
+        # (Every turn announces its context with no messages: the same sum.)
+        total = estimate(listed, system_prompt=prompt, tools=tools or None) if listed else fixed
         system = estimate([], system_prompt=prompt, tools=None)
     except Exception:
         return {}
