@@ -70,13 +70,18 @@ typename Inspector::result_type inspect(Inspector& f, questions_withdrawn& x) {
 
 // Run -> broker, as the run ends: its open questions are settled as
 // unanswered (answered true once they are, so the end is logged after them).
+// `interrupted`: the run's status. hermes-agent stops waiting for a gateway
+// approval only at an answer, an interrupt or its own deadline, so one still
+// open when a run ends that was not interrupted timed out in the agent,
+// whichever of that and the daemon's own timer came first.
 struct run_questions_end {
   std::string run_id;
+  bool interrupted = false;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, run_questions_end& x) {
-  return f(caf::meta::type_name("run_questions_end"), x.run_id);
+  return f(caf::meta::type_name("run_questions_end"), x.run_id, x.interrupted);
 }
 
 // Session -> broker: the session's turn was interrupted or its session is

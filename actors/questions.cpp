@@ -241,7 +241,10 @@ struct questions_state {
 
   // Answered after the events are queued, so the run's end is logged after them.
   bool end_run(const run_questions_end& end) {
-    settle_all([&](const question& q) { return q.run_id == end.run_id; }, "run ended");
+    for (auto& q : take_all([&](const question& q) { return q.run_id == end.run_id; })) {
+      bool timed_out = q.what == question::kind::gateway_approval && !end.interrupted;
+      settle_unanswered(q, timed_out ? "timeout" : "run ended", timed_out);
+    }
     return true;
   }
 

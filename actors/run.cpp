@@ -161,7 +161,7 @@ bool finish(caf::blocking_actor* self, const run_spec& spec, bridge::turn_outcom
   bool has_history = out.history.has_value();
   self->send(spec.session, run_closing{spec.run_id, has_history, std::move(out.history).value_or(std::string()),
                                        out.message_count});
-  self->request(spec.broker, caf::infinite, run_questions_end{spec.run_id})
+  self->request(spec.broker, caf::infinite, run_questions_end{spec.run_id, out.status == "interrupted"})
     .receive([](bool) {}, [](caf::error&) {});
   bool has_error = out.error.has_value();
   bool in_log = false;

@@ -332,6 +332,23 @@ CAF_TEST(a gateway approval past its deadline is logged denied and no answer rea
   CAF_CHECK_EQUAL(resolutions(id).size(), 1u);
 }
 
+CAF_TEST(a gateway approval open when its run ends timed out in the agent unless the run was interrupted) {
+  // The agent's own deadline can pass before the daemon's timer (the notice
+  // took a while to arrive) and the run end first: the log still says timeout.
+  auto gave_up = ask_gateway("r1", 1'000);
+  auto [terminal, terminal_id] = ask_question(question_topic::approval, "r1");
+  CAF_CHECK(*ask<bool>(questions, run_questions_end{"r1", false}));
+  CAF_REQUIRE_EQUAL(resolutions(gave_up).size(), 1u);
+  CAF_CHECK(resolutions(gave_up)[0]["reason"] == "timeout");
+  CAF_CHECK(resolutions(terminal_id).at(0)["reason"] == "run ended"); // the daemon's own question
+  auto stopped = ask_gateway("r2", 1'000);
+  CAF_CHECK(*ask<bool>(questions, run_questions_end{"r2", true}));
+  CAF_CHECK(resolutions(stopped).at(0)["reason"] == "run ended");
+  let_pass(2s); // their timers settle nothing more
+  CAF_CHECK_EQUAL(resolutions(gave_up).size(), 1u);
+  CAF_CHECK_EQUAL(resolutions(stopped).size(), 1u);
+}
+
 CAF_TEST(an answer to a question never asked settles nothing) {
   auto outcome = answer<approval_outcome>(approval_answer{"never", "once"});
   CAF_REQUIRE(outcome);

@@ -74,9 +74,21 @@ class Chat(unittest.TestCase):
             proc = subprocess.Popen([str(bridge_binary()), "chat", "--session", "stopme", "--endpoint", b.endpoint,
                                      "script:stream 500 20"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                     text=True)
-            time.sleep(1.0)
+            # Ctrl-C once the run is under way (the client names it on stderr):
+            # a fixed sleep was too short for a client built with sanitizers.
+            started = ""
+            deadline = time.monotonic() + 30
+            while "run " not in started and time.monotonic() < deadline:
+                if select.select([proc.stderr], [], [], 1.0)[0]:
+                    chunk = os.read(proc.stderr.fileno(), 4096)  # unbuffered: communicate() reads on
+                    if not chunk:
+                        break
+                    started += chunk.decode()
+            self.assertIn("run ", started, "the client never said which run it started")
+            time.sleep(0.3)  # some of the stream first
             proc.send_signal(signal.SIGINT)
-            stdout, stderr = proc.communicate(timeout=20)
+            stdout, rest = proc.communicate(timeout=20)
+            stderr = started + rest
             self.assertEqual(proc.returncode, 130, stderr)
             self.assertIn("[interrupting", stderr)
             self.assertIn("[interrupted]", stderr)
