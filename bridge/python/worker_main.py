@@ -21,6 +21,7 @@ import argparse
 import concurrent.futures
 import contextlib
 import ctypes
+import gc
 import itertools
 import json
 import os
@@ -62,6 +63,7 @@ class Worker:
         self.highest_req = 0  # a daemon that attaches numbers its calls above it
         self.lock = threading.Lock()
         self.sessions: dict[int, Any] = {}  # handle -> bridge_session.Session
+        self.building = 0  # create_session calls under way
         self.session_ids: dict[int, str] = {}  # handle -> the session_id its create_session named
         self.turns: dict[int, tuple[Turn, Any]] = {}  # turn id -> (sink, session)
         self.questions: dict[int, dict[str, Any]] = {}
@@ -126,11 +128,18 @@ class Worker:
         def build() -> str:
             if self.configure_error:
                 raise RuntimeError(self.configure_error)
-            session, config = adapter.create_session(f["session_id"], f["profile"], f["model"], f["provider"])
             with self.lock:
-                self.sessions[f["handle"]] = session
-                self.session_ids[f["handle"]] = f["session_id"]
-            return config
+                self.building += 1  # from here until it is in `sessions`: see freeze_imports
+            built = None
+            try:
+                built = adapter.create_session(f["session_id"], f["profile"], f["model"], f["provider"])
+            finally:
+                with self.lock:
+                    self.building -= 1
+                    if built is not None:
+                        self.sessions[f["handle"]] = built[0]
+                        self.session_ids[f["handle"]] = f["session_id"]
+            return built[1]
         self.in_thread(lambda: self.reply(f["req"], build))
 
     def start_turn(self, f: dict[str, Any]) -> None:
@@ -280,6 +289,22 @@ class Worker:
             deadline.wait(0.05)
 
 
+def freeze_imports(worker: Worker) -> bool:
+    """Takes what the warm-up imported out of the garbage collector's reach
+    (gc.freeze) while no session exists yet. hermes-agent 0.18.2 leaves
+    ~56,000 tracked objects after its imports; every full collection walked
+    them all, holding the GIL 35 to 200 ms while streams on this worker
+    waited (measured on real turns, tests/bench/RESULTS.md). Frozen objects
+    are never collected, which is why a session's objects must not be among
+    them: with one built or being built, nothing is frozen."""
+    with worker.lock:  # a create_session waits for this, rather than be frozen half-built
+        if worker.sessions or worker.building:
+            return False
+        gc.collect()
+        gc.freeze()
+        return True
+
+
 def say_warm(worker: Worker) -> None:
     with worker.conn.lock:  # a daemon attaching meanwhile gets `warm` in `attached` or after it, never both
         worker.warm = True
@@ -361,8 +386,10 @@ def main(argv: list[str]) -> int:
         if error:
             say_warm(worker)  # nothing to import: every create_session fails at once with the error
         else:
-            threading.Thread(target=preimport, args=(args.profile, lambda: say_warm(worker), args.warm_nice),
-                             daemon=True).start()
+            def warmed() -> None:
+                freeze_imports(worker)
+                say_warm(worker)
+            threading.Thread(target=preimport, args=(args.profile, warmed, args.warm_nice), daemon=True).start()
         inbox = conn.inbox
         while inbox is not None:
             if serve(worker, inbox):

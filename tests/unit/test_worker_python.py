@@ -330,6 +330,35 @@ class MallocArenas(unittest.TestCase):
         self.assertGreater(self.heaps("tuned", MALLOC_ARENA_MAX="4"), 1)
 
 
+FREEZE_PROBE = """
+import gc, json, sys
+sys.path.insert(0, sys.argv[1])
+import worker_main
+worker = worker_main.Worker(None, "", {})
+seen = {}
+worker.building = 1
+seen["building"] = [worker_main.freeze_imports(worker), gc.get_freeze_count()]
+worker.building, worker.sessions = 0, {1: object()}
+seen["a session"] = [worker_main.freeze_imports(worker), gc.get_freeze_count()]
+worker.sessions = {}
+seen["none"] = [worker_main.freeze_imports(worker), gc.get_freeze_count()]
+print(json.dumps(seen))
+"""
+
+
+class FrozenImports(unittest.TestCase):
+    """worker_main.freeze_imports, in a process of its own (gc.freeze is process-wide)."""
+
+    def test_the_warm_up_imports_are_frozen_only_while_no_session_exists_or_is_being_built(self):
+        out = subprocess.run([sys.executable, "-B", "-c", FREEZE_PROBE, str(REPO / "bridge" / "python")],
+                             capture_output=True, text=True, timeout=60, check=True)
+        seen = json.loads(out.stdout)
+        self.assertEqual(seen["building"], [False, 0])
+        self.assertEqual(seen["a session"], [False, 0])
+        self.assertTrue(seen["none"][0])
+        self.assertGreater(seen["none"][1], 1000)  # the modules imported so far
+
+
 class WorkerCase(unittest.TestCase):
     """worker_main.py as the daemon starts it: fd 3 is its end of the pair."""
 
