@@ -21,9 +21,9 @@ from typing import Any
 from bridge_json import clean_text, dumps, dumps_pieces, plain, to_json  # clean_text: C++ uses it for lone surrogates
 from bridge_ops import context_info, profile_call, session_call  # noqa: F401
 from bridge_workspace import bound_workspace, forget_workspace, needs_terminal_cwd
-from bridge_profiles import (DBS, GATE, PATHS, accepted_kwargs, configure, gateway_timeout_s,
-                             load_config, max_iterations_for, model_from, platform_name,
-                             reasoning_config_for, section, service_tier_for,
+from bridge_agent_calls import DBS, accepted_kwargs
+from bridge_profiles import (GATE, PATHS, configure, gateway_timeout_s, load_config, max_iterations_for,
+                             model_from, platform_name, reasoning_config_for, section, service_tier_for,
                              suppress_platform_hints, toolsets_for)
 from bridge_session import GATEWAY_REQUESTS, Session
 

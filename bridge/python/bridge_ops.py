@@ -16,9 +16,10 @@ import contextlib
 import json
 from typing import Any
 
+from bridge_agent_calls import DBS
 from bridge_json import plain, to_json
 from bridge_mcp import MCP_OPS
-from bridge_profiles import DBS, GATE, load_config, section
+from bridge_profiles import GATE, load_config, section
 from bridge_workspace import bound_workspace, needs_terminal_cwd
 
 # --------------------------------------------------------------------------

@@ -109,7 +109,7 @@ class Connection:
             size = len(delta) + overhead
             if (turn.closed or self.broken or self.draining or self.full or self.gated
                     or turn.put_bytes - turn.taken_bytes > backlog):
-                self._put(turn, "text", delta, size)
+                self._put(turn, "texts", [delta], size)
                 return
             turn.put_bytes += size
             put((turn, "text", delta, size))
@@ -198,7 +198,7 @@ class Connection:
         took = bool(incoming)
         while incoming:
             turn, kind, payload, size = incoming.popleft()
-            if kind == "text":
+            if kind == "text":  # the stream callback's own, one delta each: a `texts` frame for the run
                 kind, payload = "texts", [payload]
                 while incoming and incoming[0][0] is turn and incoming[0][1] == "text":
                     more = incoming.popleft()
@@ -216,8 +216,6 @@ class Connection:
         yet, and keeps it until it is committed. Texts join the turn's
         `texts` frame that is last in the queue, when it is: one frame, one
         kept entry, for a run of deltas."""
-        if kind == "text":
-            kind, payload = "texts", [payload]
         kept = self.unacked.get(turn.turn_id)
         if kept is None:
             kept = self.unacked[turn.turn_id] = collections.deque()

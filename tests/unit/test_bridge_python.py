@@ -18,6 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bridge" / "python"))
 
 import bridge_json  # noqa: E402
+import bridge_agent_calls  # noqa: E402
 import bridge_profiles  # noqa: E402
 
 
@@ -203,8 +204,8 @@ class KwargsTests(unittest.TestCase):
         def wide(a, **kw):
             return a
 
-        self.assertEqual(bridge_profiles.accepted_kwargs(narrow, {"a": 1, "b": 2, "c": 3}), {"a": 1, "b": 2})
-        self.assertEqual(bridge_profiles.accepted_kwargs(wide, {"a": 1, "c": 3}), {"a": 1, "c": 3})
+        self.assertEqual(bridge_agent_calls.accepted_kwargs(narrow, {"a": 1, "b": 2, "c": 3}), {"a": 1, "b": 2})
+        self.assertEqual(bridge_agent_calls.accepted_kwargs(wide, {"a": 1, "c": 3}), {"a": 1, "c": 3})
 
 
 class WorkspaceTests(unittest.TestCase):
