@@ -81,9 +81,15 @@ def create_session(session_id: str, profile: str, model: str, provider: str) -> 
 
 
 def _state_db_count(session: Session) -> int | None:
+    """How many rows the session has in state.db, to tell whether a turn
+    added any: SessionDB.message_count (a COUNT(*), hermes-agent 0.18+) where
+    there is one, else the active messages (each decoded: O(history))."""
     db = DBS.for_profile(session.profile)
+    if db is None:
+        return None
     try:
-        return len(db.get_messages(session.session_id) or []) if db is not None else None
+        count = getattr(db, "message_count", None)
+        return int(count(session.session_id)) if callable(count) else len(db.get_messages(session.session_id) or [])
     except Exception:
         return None
 

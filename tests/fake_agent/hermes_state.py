@@ -236,6 +236,12 @@ class SessionDB:
                 row["tool_calls"] = json.loads(row["tool_calls"])
         return rows
 
+    def message_count(self, session_id=None) -> int:
+        """As hermes-agent 0.18.2's: every row, rewound (inactive) ones included."""
+        if session_id:
+            return self._read("SELECT COUNT(*) AS n FROM messages WHERE session_id = ?", (session_id,))[0]["n"]
+        return self._read("SELECT COUNT(*) AS n FROM messages")[0]["n"]
+
     def get_messages_as_conversation(self, session_id, **kw) -> list:
         """OpenAI-style dicts, suitable as conversation_history."""
         out = []

@@ -252,3 +252,70 @@ class WorkspaceTests(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class StateDbMirrorTests(unittest.TestCase):
+    """A turn reaches hermes' state.db once: the agent's own rows, or the
+    bridge's copy (bridge_adapter._mirror_turn) when the agent wrote none;
+    on the fake agent's SessionDB."""
+
+    def setUp(self):
+        sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "fake_agent"))
+        self.addCleanup(sys.path.pop, 0)
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        import bridge_adapter
+        import bridge_session
+        from hermes_state import SessionDB
+        self.adapter = bridge_adapter
+        self.db = SessionDB(db_path=Path(tmp.name) / "state.db")
+        self.addCleanup(self.db._conn.close)
+        found = bridge_adapter.DBS.for_profile
+        bridge_adapter.DBS.for_profile = lambda profile: self.db
+        self.addCleanup(setattr, bridge_adapter.DBS, "for_profile", found)
+        self.session = bridge_session.Session("s", "default")
+        self.session.agent = types.SimpleNamespace(model="m")
+        self.db.create_session(session_id="s", source="cli")
+
+    def turn(self, agent_writes, earlier=0):
+        before = self.adapter._state_db_count(self.session)
+        new = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+        if agent_writes:
+            for msg in new:
+                self.db.append_message(session_id="s", role=msg["role"], content=msg["content"])
+        history = [{"role": "user", "content": str(i)} for i in range(earlier)]
+        self.adapter._mirror_turn(self.session, before, "hi", {"messages": history + new}, earlier)
+
+    def roles(self):
+        return [m["role"] for m in self.db.get_messages("s")]
+
+    def test_a_turn_the_agent_wrote_is_not_written_again(self):
+        self.turn(agent_writes=True)
+        self.assertEqual(self.roles(), ["user", "assistant"])
+
+    def test_a_turn_the_agent_did_not_write_is_written_once(self):
+        self.turn(agent_writes=False)
+        self.assertEqual(self.roles(), ["user", "assistant"])
+
+    def test_a_turn_that_archived_rows_as_it_wrote_is_not_written_again(self):
+        # Compaction inside a turn (hermes' archive_and_compact): older rows go
+        # inactive while the turn's own are added, so the active count can stay
+        # the same; every row counts.
+        for i in range(3):
+            self.db.append_message(session_id="s", role="user", content=f"old {i}")
+        before = self.adapter._state_db_count(self.session)
+        self.db._conn.execute("UPDATE messages SET active = 0 WHERE session_id = 's'")
+        for role, text in (("user", "summary"), ("user", "hi"), ("assistant", "hello")):
+            self.db.append_message(session_id="s", role=role, content=text)
+        self.adapter._mirror_turn(self.session, before, "hi", {"messages": [
+            {"role": "user", "content": "summary"}, {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "hello"}]}, 1)
+        self.assertEqual(self.roles(), ["user", "user", "assistant"])
+
+    def test_a_session_db_without_message_count_is_counted_by_its_messages(self):
+        self.db.message_count = None  # as an agent whose SessionDB has none
+        self.assertEqual(self.adapter._state_db_count(self.session), 0)
+        self.turn(agent_writes=True, earlier=0)
+        self.assertEqual(self.adapter._state_db_count(self.session), 2)
+        self.turn(agent_writes=False, earlier=2)
+        self.assertEqual(self.roles(), ["user", "assistant", "user", "assistant"])
