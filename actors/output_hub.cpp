@@ -117,13 +117,7 @@ void output_hub::read_for(uint64_t key) {
   int64_t max_bytes = w.what == watcher::kind::long_poll ? 0 : stream_read_bytes;
   output_query q{w.run_id, w.cursor, w.event_cursor, w.include_output, max_bytes};
   w.reading = true;
-  // Subscribers are read from the log, not answered from memory: written at
-  // once from a commit's notice, a subscriber's line could stay in CAF's
-  // buffer unsent until the stall limit cut the stream (test_push's frozen
-  // subscriber, every run under ASan). Long-polls, one answer each, are not
-  // affected.
-  bool from_memory = w.what == watcher::kind::long_poll;
-  if (auto known = from_memory ? windows_.answer(q) : std::nullopt)
+  if (auto known = windows_.answer(q))
     return on_read(key, std::move(*known));
   out_.read(key, q);
 }
@@ -207,6 +201,12 @@ bool output_hub::answer_stream(uint64_t key, watcher& w, output_reply& r) {
 }
 
 void output_hub::on_committed(log_committed touched) {
+  // Runs this commit only appended to (each has a tail; an end or a retried
+  // write has none): a subscriber holding news back for its client reads
+  // them once the client has taken its line (on_drained), not at every commit.
+  std::unordered_set<std::string> appended;
+  for (const auto& tail : touched.tails)
+    appended.insert(tail.run_id);
   windows_.on_committed(touched);
   std::unordered_set<std::string> runs;
   std::unordered_map<std::string, std::string> run_of_session;
@@ -218,7 +218,8 @@ void output_hub::on_committed(log_committed touched) {
   std::vector<std::pair<uint64_t, std::string>> to_follow;
   for (auto& [key, w] : watchers_) {
     if (!w.run_id.empty() && runs.count(w.run_id)) {
-      to_read.push_back(key);
+      if (!(w.deferred && appended.count(w.run_id)))
+        to_read.push_back(key);
     } else if (w.what == watcher::kind::session_stream) {
       auto found = run_of_session.find(w.session_id);
       if (found == run_of_session.end() || found->second == w.run_id)

@@ -2,7 +2,7 @@
 // subscriptions to a run or a session. The log writer reports each commit's
 // runs; every watcher of such a run re-reads from its own cursors, so what a
 // client receives is exactly what was committed after what it already had.
-// A long-poll whose cursors fall in the last stretch of its run that the
+// A watcher whose cursors fall in the last stretch of its run that the
 // commits' notices told is answered from memory instead (run_windows.hpp):
 // the same line a read would give, without the read.
 //

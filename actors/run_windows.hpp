@@ -1,11 +1,10 @@
 // The last stretch of each live run's committed output, kept by the output
-// hub from the commits' notices (run_tail), so that a long-poll that is up
-// to date is answered from memory when the next commit lands. Each answer
-// is the line a read of the log at the same cursors gives, built by the
-// same code. What a window cannot answer (cursors before its start or past
-// its end, a run whose end or a retried write the notices could not tell)
-// is read from the log, as before. Subscribers are always read from the
-// log (output_hub::read_for says why).
+// hub from the commits' notices (run_tail), so that a long-poll or a
+// subscriber that is up to date is answered from memory when the next
+// commit lands. Each answer is the line a read of the log at the same
+// cursors gives, built by the same code. What a window cannot answer
+// (cursors before its start or past its end, a run whose end or a retried
+// write the notices could not tell) is read from the log, as before.
 #pragma once
 
 #include "actors/log_messages.hpp"

@@ -51,6 +51,25 @@ TEST_CASE_METHOD(hub_fixture, "output hub: news is held back while the client ha
   CHECK(port.reads.size() == 3); // nothing held back any more
 }
 
+TEST_CASE_METHOD(hub_fixture, "output hub: a subscriber holding news back reads nothing for commits that only append "
+                              "and reads once drained or at its run's end",
+                 "[output_hub]") {
+  follow_run(1, "r1");
+  answer(0, news("L1", 1, 1));
+  commit_tail("r1", 2, 2, {"b"}, "d"); // answered from the window, and held back: L1 is not taken yet
+  CHECK(port.lines_of(1) == std::vector<std::string>{"L1"});
+  CHECK(port.reads.size() == 1);
+  commit_tail("r1", 20, 20, {"x"}, "d"); // a window past its cursors, which only a read could answer
+  CHECK(port.reads.size() == 1);
+  commit({"r1"}, {"s"}); // no tail: the run's end (or a retried write), which goes out at once
+  REQUIRE(port.reads.size() == 2);
+  answer(1, news("L2", 20, 20)); // not the end after all: held back again
+  CHECK(port.lines_of(1) == std::vector<std::string>{"L1"});
+  drain(1);
+  REQUIRE(port.reads.size() == 3);
+  CHECK((port.reads[2].query.cursor == 1 && port.reads[2].query.event_cursor == 1));
+}
+
 TEST_CASE_METHOD(hub_fixture, "output hub: a run's last line goes out at once unless too big for the subscriber "
                               "buffer",
                  "[output_hub]") {
