@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import contextlib
-import ctypes
 import gc
 import itertools
 import json
@@ -38,7 +37,7 @@ import worker_frames as frames
 from worker_connection import Connection
 from worker_turn import Turn
 from worker_rendezvous import describe, open_rendezvous
-from worker_warmup import preimport
+from worker_warmup import preimport, tune_malloc
 from bridge_json import clean_text
 from bridge_profiles import environment
 
@@ -323,29 +322,6 @@ def serve(worker: Worker, inbox: Any) -> bool:
                 return True
     except (ConnectionResetError, BrokenPipeError):
         return False  # the daemon went away with frames of ours unread: gone all the same, as at EOF
-
-
-def tune_malloc() -> None:
-    """glibc raises its mmap threshold after each big free, so that later
-    big strings (a long run's result, its frame) come from the heap and stay
-    in the worker's RSS once freed. A fixed threshold gives them back (the
-    daemon does the same).
-
-    glibc also gives a thread that allocates while another does an arena of
-    its own, up to eight per core, and a worker runs a thread per turn: what
-    turns allocated stays spread over arenas that are never handed back,
-    about 1.6 kB per idle session (W7 in tests/bench/RESULTS.md). The
-    worker's Python allocates under its GIL, so one arena costs it no
-    concurrency. Set here, not through MALLOC_ARENA_MAX, which the agent's
-    own commands would inherit; a MALLOC_ARENA_MAX of the user's wins."""
-    try:
-        libc = ctypes.CDLL(None)
-        libc.mallopt(-3, 4 << 20)  # M_MMAP_THRESHOLD
-        libc.mallopt(-1, 8 << 20)  # M_TRIM_THRESHOLD
-        if "MALLOC_ARENA_MAX" not in os.environ:
-            libc.mallopt(-8, 1)  # M_ARENA_MAX
-    except (OSError, AttributeError):
-        pass  # not glibc
 
 
 def main(argv: list[str]) -> int:

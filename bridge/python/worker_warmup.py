@@ -1,10 +1,12 @@
-"""A worker's warm-up (worker_main.py runs it on a thread of its own once
-`ready` is sent): the agent's imports and what a process's first agent pays
-once, done before the first session needs them. Stdlib only."""
+"""A worker process made ready: its allocator tuned as it starts
+(tune_malloc), and its warm-up (worker_main.py runs it on a thread of its
+own once `ready` is sent): the agent's imports and what a process's first
+agent pays once, done before the first session needs them. Stdlib only."""
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import importlib
 import os
 import sys
@@ -82,3 +84,26 @@ def preimport(profile: str, say_warm: Callable[[], None], nice: int = 0) -> None
     except BaseException:
         pass  # create_session imports it again and reports what fails
     say_warm()
+
+
+def tune_malloc() -> None:
+    """glibc raises its mmap threshold after each big free, so that later
+    big strings (a long run's result, its frame) come from the heap and stay
+    in the worker's RSS once freed. A fixed threshold gives them back (the
+    daemon does the same).
+
+    glibc also gives a thread that allocates while another does an arena of
+    its own, up to eight per core, and a worker runs a thread per turn: what
+    turns allocated stays spread over arenas that are never handed back,
+    about 1.6 kB per idle session (W7 in tests/bench/RESULTS.md). The
+    worker's Python allocates under its GIL, so one arena costs it no
+    concurrency. Set here, not through MALLOC_ARENA_MAX, which the agent's
+    own commands would inherit; a MALLOC_ARENA_MAX of the user's wins."""
+    try:
+        libc = ctypes.CDLL(None)
+        libc.mallopt(-3, 4 << 20)  # M_MMAP_THRESHOLD
+        libc.mallopt(-1, 8 << 20)  # M_TRIM_THRESHOLD
+        if "MALLOC_ARENA_MAX" not in os.environ:
+            libc.mallopt(-8, 1)  # M_ARENA_MAX
+    except (OSError, AttributeError):
+        pass  # not glibc

@@ -290,8 +290,8 @@ ARENA_PROBE = r"""
 import ctypes, os, sys, tempfile, threading
 sys.path.insert(0, sys.argv[1])
 if sys.argv[2] == "tuned":
-    import worker_main
-    worker_main.tune_malloc()
+    import worker_warmup
+    worker_warmup.tune_malloc()
 kept, start = [], threading.Barrier(8)
 def turn():  # as a turn thread does: allocates while the others do
     start.wait()
@@ -313,7 +313,7 @@ os.unlink(path)
 
 class MallocArenas(unittest.TestCase):
     """glibc's arenas in a process whose threads allocate at once, as a
-    worker's turn threads do (worker_main.tune_malloc)."""
+    worker's turn threads do (worker_warmup.tune_malloc)."""
 
     def heaps(self, mode: str, **env: str) -> int:
         environ = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"}
