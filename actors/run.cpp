@@ -1,22 +1,22 @@
 #include "actors/run.hpp"
 
+#include "actors/blocking_call.hpp"
 #include "actors/log_actors.hpp"
 #include "actors/log_messages.hpp"
 #include "actors/question_messages.hpp"
 #include "actors/run_output.hpp"
+#include "actors/run_replay.hpp"
 #include "actors/vocabulary.hpp"
 #include "bridge/agent_host.hpp"
 #include "protocol/json_check.hpp"
 #include "protocol/json_text.hpp"
-#include "storage/log_reader.hpp"
 
 #include <caf/all.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <algorithm>
 #include <map>
-#include <thread>
 
 namespace hb::actors {
 
@@ -153,158 +153,205 @@ private:
   std::map<uint64_t, storage::reopened_question> reopened_; // written before the turn continues, read after
 };
 
-// The end of every run: the session learns the turn is over, open questions
-// are settled and logged, then the terminal status is committed last.
-// The outcome's texts are moved into the messages, never copied.
-// True once the run's end is committed.
-bool finish(caf::blocking_actor* self, const run_spec& spec, bridge::turn_outcome out) {
+// A run, in the order of its phases: it begins the turn (starting), the
+// host says an interrupt would stop it (running), the turn returned and the
+// broker settles its open questions (closing), its end goes to the log
+// (ending). The session learns each step: run_armed, run_closing,
+// run_finished. Nothing here blocks: the host reports from its own threads.
+enum class run_phase { starting, running, closing, ending };
+
+struct run_state {
+  run_spec spec;
+  std::shared_ptr<actor_sink> sink;
+  run_phase phase = run_phase::starting;
+  run_end end;           // built at the turn's return, sent once the questions are settled
+  uint64_t last_seq = 0; // the host's last number for the turn
+  static inline const char* name = "run";
+};
+
+using run_actor = caf::stateful_actor<run_state>;
+
+host_ended to_message(bridge::turn_outcome out) {
+  return host_ended{std::move(out.status), std::move(out.result), out.error.has_value(),
+                    std::move(out.error).value_or(std::string()), out.history.has_value(),
+                    std::move(out.history).value_or(std::string()), out.message_count, out.last_seq};
+}
+
+bridge::turn_outcome from_message(host_ended& m) {
+  bridge::turn_outcome out;
+  out.status = std::move(m.status);
+  out.result = std::move(m.result);
+  if (m.has_error)
+    out.error = std::move(m.error);
+  if (m.has_history)
+    out.history = std::move(m.history);
+  out.message_count = m.message_count;
+  out.last_seq = m.last_seq;
+  return out;
+}
+
+void arm(run_actor* self) {
+  auto& st = self->state;
+  if (st.phase != run_phase::starting)
+    return;
+  st.phase = run_phase::running;
+  self->send(st.spec.session, run_armed{st.spec.run_id});
+}
+
+void done(run_actor* self, bool in_log) {
+  auto& st = self->state;
+  self->send(st.spec.session, run_finished{st.spec.run_id});
+  if (in_log)
+    st.sink->ended_in_log(st.last_seq);
+  self->quit();
+}
+
+void end_in_log(run_actor* self) {
+  self->state.phase = run_phase::ending;
+  self->request(self->state.spec.writer, caf::infinite, std::move(self->state.end))
+    .then([=](bool) { done(self, true); }, [=](caf::error&) { done(self, false); });
+}
+
+// The turn returned: the session learns it with the conversation it leaves,
+// open questions are settled and logged, then the terminal status is
+// committed last. The outcome's texts are moved, never copied.
+void on_returned(run_actor* self, host_ended& ended) {
+  auto& st = self->state;
+  if (st.phase == run_phase::closing || st.phase == run_phase::ending)
+    return; // a host reports once; a second report is not a second end
+  st.sink->close();
+  arm(self); // a turn that could not begin was never armed: the session still hears it
+  auto out = from_message(ended);
+  st.phase = run_phase::closing;
+  st.last_seq = out.last_seq;
   bool has_history = out.history.has_value();
-  self->send(spec.session, run_closing{spec.run_id, has_history, std::move(out.history).value_or(std::string()),
-                                       out.message_count});
-  self->request(spec.broker, caf::infinite, run_questions_end{spec.run_id, out.status == "interrupted"})
-    .receive([](bool) {}, [](caf::error&) {});
+  self->send(st.spec.session, run_closing{st.spec.run_id, has_history,
+                                          std::move(out.history).value_or(std::string()), out.message_count});
   bool has_error = out.error.has_value();
-  bool in_log = false;
-  self
-    ->request(spec.writer, caf::infinite,
-              run_end{spec.run_id, out.status, protocol::checked_json_value(std::move(out.result)), has_error,
-                      std::move(out.error).value_or(std::string()), now_seconds()})
-    .receive([&](bool) { in_log = true; }, [](caf::error&) {});
-  self->send(spec.session, run_finished{spec.run_id});
-  return in_log;
+  st.end = run_end{st.spec.run_id, out.status, protocol::checked_json_value(std::move(out.result)), has_error,
+                   std::move(out.error).value_or(std::string()), now_seconds()};
+  self->request(st.spec.broker, caf::infinite, run_questions_end{st.spec.run_id, out.status == "interrupted"})
+    .then([=](bool) { end_in_log(self); }, [=](caf::error&) { end_in_log(self); });
+}
+
+// What the host reports, as messages to this actor (from the host's threads).
+bridge::turn_reports reports_to(run_actor* self) {
+  caf::actor me = caf::actor_cast<caf::actor>(self);
+  return {[me] { caf::anon_send(me, host_armed{}); },
+          [me](bridge::turn_outcome out) { caf::anon_send(me, to_message(std::move(out))); }};
+}
+
+bridge::turn_outcome failed_turn(const std::string& why) {
+  bridge::turn_outcome out;
+  out.error = why;
+  out.result = protocol::object_writer{}.str("error", why).finish();
+  return out;
+}
+
+// A host whose turn runs on the calling thread (embedded, native, a replay)
+// gets a thread of its own (blocking_call: the actor system knows it), and
+// that thread lets go of the agent before it reports: an embedded agent's
+// last reference must never die on the scheduler (its destructor takes the
+// GIL).
+template <class Turn>
+void on_own_thread(run_actor* self, std::shared_ptr<bridge::agent_host> agent, Turn turn) {
+  caf::actor me = caf::actor_cast<caf::actor>(self);
+  blocking_call(self, [agent = std::move(agent), turn = std::move(turn), me]() mutable {
+                  bridge::turn_outcome out;
+                  try {
+                    out = turn(*agent, me);
+                  } catch (const std::exception& e) {
+                    out = failed_turn(e.what());
+                  }
+                  agent.reset();
+                  return to_message(std::move(out));
+                })
+    .then([=](host_ended& ended) { on_returned(self, ended); },
+          [=](caf::error& err) {
+            auto ended = to_message(failed_turn("the turn's thread failed: " + caf::to_string(err)));
+            on_returned(self, ended);
+          });
+}
+
+// A new turn: a stale interrupt cleared, a steer sent while idle handed on.
+// The run itself keeps no reference to the agent.
+void start(run_actor* self) {
+  auto& spec = self->state.spec;
+  auto agent = std::move(spec.agent);
+  if (agent->reports_turns()) // a worker's agent: only a frame is written when it goes
+    return agent->start_turn(self->state.sink, std::move(spec.request), std::move(spec.carried_steer),
+                             reports_to(self));
+  on_own_thread(self, std::move(agent),
+                [sink = self->state.sink, request = std::move(spec.request),
+                 steer = std::move(spec.carried_steer)](bridge::agent_host& agent, const caf::actor& me) {
+                  agent.prepare_turn();
+                  if (!steer.empty()) {
+                    try {
+                      agent.steer(steer);
+                    } catch (const protocol::wire_error&) {
+                      // An agent without steer() already said so when the steer was sent.
+                    }
+                  }
+                  caf::anon_send(me, host_armed{});
+                  return agent.run_turn(sink, request);
+                });
 }
 
 // A run the last daemon opened whose turn went on in a worker: the log takes
 // it up again (its sequences continue) and says how far the worker's output
 // is in it; the worker sends what comes after.
-bridge::turn_outcome continue_run(caf::blocking_actor* self, const run_spec& spec,
-                                  const std::shared_ptr<actor_sink>& sink) {
+void continue_run(run_actor* self) {
+  auto& spec = self->state.spec;
   std::vector<storage::waiting_question> waiting;
   for (auto& q : spec.agent->waiting_questions())
     waiting.push_back(storage::waiting_question{q.ask, std::move(q.kind), std::move(q.request)});
-  std::optional<uint64_t> logged;
-  std::string why;
   self->request(spec.writer, caf::infinite, run_continuing{spec.run_id, spec.session_id, std::move(waiting)})
-    .receive(
-      [&](storage::continued_run& run) {
-        logged = run.host_seq;
-        sink->reopen(run.reopened);
+    .then(
+      [=](storage::continued_run& run) {
+        auto& st = self->state;
+        st.sink->reopen(run.reopened);
+        arm(self);
+        auto agent = std::move(st.spec.agent);
+        if (!agent->reports_turns())
+          return on_own_thread(self, std::move(agent),
+                               [sink = st.sink, logged = run.host_seq](bridge::agent_host& agent, const caf::actor&) {
+                                 return agent.continue_turn(sink, logged);
+                               });
+        caf::actor me = caf::actor_cast<caf::actor>(self);
+        agent->start_continued_turn(st.sink, run.host_seq, [me](bridge::turn_outcome out) {
+          caf::anon_send(me, to_message(std::move(out)));
+        });
       },
-      [&](caf::error& err) { why = caf::to_string(err); });
-  self->send(spec.session, run_armed{spec.run_id});
-  if (logged)
-    return spec.agent->continue_turn(sink, *logged);
-  spec.agent->drop_turn();
-  bridge::turn_outcome out;
-  out.error = "cannot continue the run after a restart: " + why;
-  return out;
+      [=](caf::error& err) {
+        auto agent = std::move(self->state.spec.agent);
+        agent->drop_turn(); // a worker's: a frame, written at once
+        bridge::turn_outcome out;
+        out.error = "cannot continue the run after a restart: " + caf::to_string(err);
+        auto ended = to_message(std::move(out));
+        on_returned(self, ended);
+      });
 }
 
-// A new turn: a stale interrupt cleared, a steer sent while idle handed on.
-bridge::turn_outcome start_turn(caf::blocking_actor* self, const run_spec& spec,
-                                const std::shared_ptr<actor_sink>& sink) {
-  spec.agent->prepare_turn();
-  if (!spec.carried_steer.empty()) {
-    try {
-      spec.agent->steer(spec.carried_steer);
-    } catch (const protocol::wire_error&) {
-      // An agent without steer() already said so when the steer was sent.
-    }
-  }
-  self->send(spec.session, run_armed{spec.run_id});
-  return spec.agent->run_turn(sink, spec.request);
-}
-
-void run_actor(caf::blocking_actor* self, std::shared_ptr<run_spec> holder) {
-  // Moved out so the agent reference dies on this thread, not wherever the
-  // actor object happens to be destroyed (its destructor takes the GIL).
-  run_spec spec = std::move(*holder);
-  auto sink = std::make_shared<actor_sink>(self->system(), spec);
-  auto outcome = spec.continuing ? continue_run(self, spec, sink) : start_turn(self, spec, sink);
-  sink->close();
-  uint64_t last_seq = outcome.last_seq;
-  if (finish(self, spec, std::move(outcome)))
-    sink->ended_in_log(last_seq);
-  spec.agent.reset();
-}
-
-// Sleeps until `due`, in short steps so an interrupt is noticed.
-bool wait_until(std::chrono::steady_clock::time_point due, const std::atomic<bool>& stop) {
-  while (!stop) {
-    auto now = std::chrono::steady_clock::now();
-    if (now >= due)
-      return true;
-    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(due - now, std::chrono::milliseconds(20)));
-  }
-  return false;
-}
-
-// A recorded run streamed back through the daemon: same deltas and events
-// with the recorded timing (scaled), approvals asked of the client again.
-// The client's answer is what the replay's approval.resolved reports; what
-// the recording did next (its tool results, its text, its status) is
-// replayed as it was, whatever the answer.
-void replay_actor(caf::blocking_actor* self, std::shared_ptr<run_spec> holder) {
-  run_spec spec = std::move(*holder);
-  auto sink = std::make_shared<actor_sink>(self->system(), spec);
-  self->send(spec.session, run_armed{spec.run_id});
-  bridge::turn_outcome out;
-  try {
-    storage::log_reader log(spec.replay.db_path);
-    auto recorded = log.read_run(spec.replay.run_id, 0, 0);
-    if (!recorded || recorded->pruned_at)
-      throw std::runtime_error("nothing to replay: run " + spec.replay.run_id +
-                               (recorded ? " was pruned" : " is not in the event log"));
-    // A live run has no end to copy: its replay would take over its
-    // `running` status and never finish.
-    if (recorded->status == "running")
-      throw std::runtime_error("cannot replay run " + spec.replay.run_id +
-                               ": it is still running; only finished runs can be replayed");
-    auto events = log.read_events_timed(spec.replay.run_id).value_or(std::vector<storage::log_reader::timed_event>{});
-    auto start = std::chrono::steady_clock::now();
-    bool stopped = false;
-    for (const auto& ev : events) {
-      auto offset = std::chrono::duration<double>((ev.at - recorded->started_at) / spec.replay.speed);
-      if (!wait_until(start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(offset),
-                      *spec.replay.stop)) {
-        stopped = true;
-        break;
-      }
-      auto body = protocol::json::parse(ev.body, nullptr, false);
-      std::string name = body.is_object() ? body.value("event", "") : "";
-      if (name == "stream.delta") {
-        sink->delta(body.value("delta", ""));
-      } else if (name == "approval.requested") {
-        protocol::json ask = body;
-        ask.erase("event");
-        ask.erase("approval_id");
-        double timeout_s = ask.value("timeout_ms", 60'000) / 1000.0;
-        sink->ask_approval(protocol::dumps(ask), timeout_s); // the broker logs its own resolution
-      } else if (name != "approval.resolved") {
-        sink->event(ev.body);
-      }
-      if (sink->backlogged()) // a fast replay of a big run waits for the log like an agent
-        sink->wait_for_room();
-    }
-    out.status = stopped ? "interrupted" : recorded->status;
-    out.result = recorded->result.value_or("");
-    out.error = recorded->error;
-  } catch (const std::exception& e) {
-    out.status = "error";
-    out.error = e.what();
-  }
-  finish(self, spec, std::move(out));
+caf::behavior run(run_actor* self, std::shared_ptr<run_spec> holder) {
+  auto& st = self->state;
+  st.spec = std::move(*holder);
+  st.sink = std::make_shared<actor_sink>(self->system(), st.spec);
+  if (st.spec.continuing)
+    continue_run(self);
+  else
+    start(self);
+  return {
+    [=](host_armed) { arm(self); },
+    [=](host_ended& ended) { on_returned(self, ended); },
+  };
 }
 
 } // namespace
 
-void spawn_run(caf::actor_system& sys, run_spec spec) {
-  bool replay = !spec.replay.run_id.empty();
-  auto holder = std::make_shared<run_spec>(std::move(spec));
-  if (replay)
-    sys.spawn<caf::detached>(replay_actor, holder);
-  else
-    sys.spawn<caf::detached>(run_actor, holder);
+caf::actor spawn_run(caf::actor_system& sys, run_spec spec) {
+  if (!spec.replay.run_id.empty())
+    spec.agent = recorded_run(spec.replay);
+  return sys.spawn(run, std::make_shared<run_spec>(std::move(spec)));
 }
 
 } // namespace hb::actors

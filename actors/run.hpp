@@ -1,6 +1,7 @@
-// A run actor drives one chat turn. It lives on its own thread because the
-// turn blocks inside Python; its sink turns the agent's callbacks into
-// messages for the log writer and questions for the broker.
+// A run actor drives one chat turn. It begins the turn on its agent host
+// and waits for the host's reports as messages (the host's threads, not the
+// actor's, block in Python or wait for a worker); its sink turns the agent's
+// callbacks into messages for the log writer and questions for the broker.
 #pragma once
 
 #include <caf/actor.hpp>
@@ -75,12 +76,41 @@ typename Inspector::result_type inspect(Inspector& f, run_finished& x) {
   return f(caf::meta::type_name("run_finished"), x.run_id);
 }
 
+// Host -> run (bridge::turn_reports, from the host's threads): the turn is
+// armed; the turn ended, with its outcome (bridge::turn_outcome's parts).
+struct host_armed {};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, host_armed&) {
+  return f(caf::meta::type_name("host_armed"));
+}
+
+struct host_ended {
+  std::string status;
+  std::string result; // JSON text; empty: none
+  bool has_error = false;
+  std::string error;
+  bool has_history = false;
+  std::string history; // JSON array
+  int64_t message_count = 0;
+  uint64_t last_seq = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, host_ended& x) {
+  return f(caf::meta::type_name("host_ended"), x.status, x.result, x.has_error, x.error, x.has_history, x.history,
+           x.message_count, x.last_seq);
+}
+
 inline void add_run_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<run_armed>("hb::run_armed")
     .add_message_type<run_closing>("hb::run_closing")
-    .add_message_type<run_finished>("hb::run_finished");
+    .add_message_type<run_finished>("hb::run_finished")
+    .add_message_type<host_armed>("hb::host_armed")
+    .add_message_type<host_ended>("hb::host_ended");
 }
 
-void spawn_run(caf::actor_system& sys, run_spec spec);
+// Its actor, which ends once the run's end is committed (or refused).
+caf::actor spawn_run(caf::actor_system& sys, run_spec spec);
 
 } // namespace hb::actors

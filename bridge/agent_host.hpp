@@ -1,7 +1,9 @@
 // What the actors see of a session's agent, whichever way it is hosted:
 // embedded in this process (bridge/python) or the hermes TUI in a private
-// tmux server (bridge/tmux). Every call may block: call them from detached
-// actors or threads, never from the CAF scheduler.
+// tmux server (bridge/tmux), or a worker process (bridge/worker). Every call
+// may block (call them from detached actors or threads, never from the CAF
+// scheduler) but start_turn and start_continued_turn of a host that
+// reports_turns(), which return at once, and the getters that say so.
 #pragma once
 
 #include "protocol/json_text.hpp"
@@ -95,6 +97,15 @@ struct turn_outcome {
   uint64_t last_seq = 0;               // a numbering host's last number for the turn (its turn_end's)
 };
 
+// How a turn begun by agent_host::start_turn reports, each call once and on
+// a thread of the host's: `armed` when interrupt() would stop the turn,
+// `ended` with its outcome (after `armed`, or without it when the turn
+// never began).
+struct turn_reports {
+  std::function<void()> armed;
+  std::function<void(turn_outcome)> ended;
+};
+
 class agent_host {
 public:
   virtual ~agent_host() = default;
@@ -102,6 +113,22 @@ public:
   virtual void prepare_turn() = 0;
   // Runs one turn on the calling thread; never throws.
   virtual turn_outcome run_turn(const std::shared_ptr<turn_sink>& sink, const std::string& request_json) = 0;
+  // True for a host whose turns run elsewhere (a worker process): it begins
+  // them with start_turn and start_continued_turn, which return at once and
+  // report through callbacks, and the daemon gives its turns no thread.
+  // Other hosts run a turn on the calling thread (prepare_turn, steer,
+  // run_turn), which the run actor gives a thread of its own.
+  virtual bool reports_turns() const { return false; }
+  // Clears a stale interrupt, hands `carried_steer` (steered while no turn
+  // ran; may be empty) to the agent, and begins the turn; never throws (a
+  // turn that cannot begin ends, with status error). Only when reports_turns().
+  virtual void start_turn(std::shared_ptr<turn_sink> sink, std::string request_json, std::string carried_steer,
+                          turn_reports reports) {
+    (void)sink, (void)request_json, (void)carried_steer;
+    turn_outcome out;
+    out.error = "this agent runs its turns on the caller's thread";
+    reports.ended(std::move(out));
+  }
   // A host adopted with a turn already running (a worker that outlived the
   // last daemon): its output after `logged_seq` (what the event log holds)
   // goes to `sink`; returns when the turn ends; never throws. drop_turn():
@@ -113,6 +140,14 @@ public:
     return out;
   }
   virtual void drop_turn() {}
+  // continue_turn begun like start_turn: `ended` when it ends. Only when reports_turns().
+  virtual void start_continued_turn(std::shared_ptr<turn_sink> sink, uint64_t logged_seq,
+                                    std::function<void(turn_outcome)> ended) {
+    (void)sink, (void)logged_seq;
+    turn_outcome out;
+    out.error = "this agent has no turn to continue";
+    ended(std::move(out));
+  }
   // The questions that adopted turn's agent still waits on, in the order
   // asked: continue_turn asks them again through the sink's ask_again.
   virtual std::vector<waiting_question> waiting_questions() const { return {}; }

@@ -16,7 +16,7 @@ MORE_PARTS = 1 << 31
 MAX_FRAME_BYTES = 1 << 30
 # This format's version (FRAMES.md, "Versions"): in `ready`, `attach` and
 # `attached`.
-FRAMES_VERSION = 4
+FRAMES_VERSION = 5
 
 
 class FrameError(Exception):

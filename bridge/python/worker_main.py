@@ -146,6 +146,11 @@ class Worker:
         # before the thread gets going is told of the turn.
         sink = Turn(self, f["turn"], f["handle"], str(f.get("run", "")))
         self.conn.track(sink)
+        if f.get("clear_interrupt"):
+            # Here, not in the turn's thread: an interrupt the daemon sends
+            # after this frame is read after it, and must not be cleared.
+            with contextlib.suppress(Exception):  # a missing agent is the turn's error to report
+                adapter.prepare_turn(self.session(f["handle"]))
 
         def run() -> None:
             parts: list = ["error", None, None, None, 0]
@@ -153,6 +158,9 @@ class Worker:
                 session = self.session(f["handle"])
                 with self.lock:
                     self.turns[f["turn"]] = (sink, session)
+                if f.get("steer"):
+                    with contextlib.suppress(Exception):  # an agent without steer() said so when it was sent
+                        adapter.steer(session, f["steer"])
                 parts = adapter.run_turn(session, sink, f["request"], pieces=True)
             except BaseException as exc:  # run_turn catches the agent's; this is the adapter's
                 text = clean_text(str(exc))

@@ -22,7 +22,8 @@ template <class F> void fields(F& f, create_session& x) {
 }
 template <class F> void fields(F& f, prepare_turn& x) { f("req", x.req), f("handle", x.handle); }
 template <class F> void fields(F& f, start_turn& x) {
-  f("turn", x.turn), f("handle", x.handle), f("run", x.run), f("request", x.request);
+  f("turn", x.turn), f("handle", x.handle), f("run", x.run), f("request", x.request), f("steer", x.steer),
+    f("clear_interrupt", x.clear_interrupt);
 }
 template <class F> void fields(F& f, interrupt_turn& x) {
   f("req", x.req), f("handle", x.handle), f("message", x.message);

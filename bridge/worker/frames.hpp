@@ -17,7 +17,7 @@ namespace hb::bridge::worker {
 // The version of this format (FRAMES.md, "Versions"): in `ready`, `attach`
 // and `attached`. A daemon re-attaches only to workers whose version it
 // lists in compatible_version(); a worker it starts must speak this one.
-constexpr int64_t frames_version = 4;
+constexpr int64_t frames_version = 5;
 bool compatible_version(int64_t version);
 
 // ---- daemon -> worker --------------------------------------------------------
@@ -36,6 +36,12 @@ struct start_turn {      // run one turn; output comes back as text/event/ask/no
   uint64_t handle = 0;
   std::string run;       // the daemon's run id: how a re-attaching daemon knows the turn
   std::string request;   // the chat request, JSON
+  // (version 5) given to the agent before the turn, in the turn's thread;
+  // empty for none: what was steered while no turn ran
+  std::string steer;
+  // (version 5) the worker clears a stale interrupt as it takes this frame,
+  // before it reads the next: the daemon then needs no prepare_turn call
+  bool clear_interrupt = false;
 };
 struct interrupt_turn {  // answered by `reply`
   uint64_t req = 0;

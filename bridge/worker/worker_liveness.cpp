@@ -116,10 +116,13 @@ void worker_process::heard() {
 bool worker_process::try_post(const to_worker& frame) {
   // Never waits: a worker that does not read must not hold its watcher
   // (or a writer stuck on its full socket keep the watcher from the kill).
+  return try_write(encode(frame));
+}
+
+bool worker_process::try_write(const std::string& bytes) {
   std::unique_lock<std::mutex> lock(write_mu_, std::try_to_lock);
   if (!lock.owns_lock())
     return false;
-  std::string bytes = encode(frame);
   ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
   if (n > 0 && static_cast<size_t>(n) < bytes.size()) {
     // Part of a frame went: the rest must follow, or the stream is broken.

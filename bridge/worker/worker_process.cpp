@@ -15,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <mutex>
 #include <thread>
 
@@ -105,53 +106,115 @@ std::string worker_process::call_value(to_worker frame, std::chrono::millisecond
   return r.value;
 }
 
-turn_outcome worker_process::run_turn(uint64_t handle, const std::shared_ptr<turn_sink>& sink,
-                                      const std::string& request) {
-  auto turn = std::make_shared<live_turn>();
-  turn->sink = sink;
-  uint64_t id = 0;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!alive_ || stopping_) {
-      turn_outcome out;
-      out.error = "the agent worker for profile " + profile_ +
-                  (alive_ ? std::string(" was being restarted; send the message again")
-                          : " is gone: " + death_reason_);
-      out.result = protocol::object_writer{}.str("error", *out.error).finish();
-      return out;
-    }
-    id = ++next_turn_;
-    turns_.emplace(id, turn);
-  }
-  std::weak_ptr<worker_process> weak = shared_from_this();
-  sink->on_committed([weak, id](uint64_t seq) {
-    if (auto self = weak.lock())
-      self->acknowledge(id, seq);
-  });
-  post(start_turn{id, handle, sink->run_id(), request});
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return turn->outcome.has_value(); });
-  return std::move(*turn->outcome);
+namespace {
+
+turn_outcome failed_turn(std::string why) {
+  turn_outcome out;
+  out.error = std::move(why);
+  out.result = protocol::object_writer{}.str("error", *out.error).finish();
+  return out;
 }
 
-turn_outcome worker_process::continue_turn(uint64_t id, const std::shared_ptr<turn_sink>& sink, uint64_t after) {
+// A frame this large may not fit the socket's buffer at once: written from
+// a thread of its own, so that whoever starts a turn never waits for the
+// worker to read (a request with images can be megabytes).
+constexpr size_t written_in_place = 64 * 1024;
+
+// Waits for a turn begun with a report: the blocking form of both kinds.
+template <class Begin>
+turn_outcome wait_for_turn(Begin begin) {
+  auto done = std::make_shared<std::promise<turn_outcome>>();
+  auto outcome = done->get_future();
+  begin([done](turn_outcome out) { done->set_value(std::move(out)); });
+  return outcome.get();
+}
+
+} // namespace
+
+uint64_t worker_process::open_turn(const std::shared_ptr<turn_sink>& sink, std::function<void(turn_outcome)> ended) {
   auto turn = std::make_shared<live_turn>();
   turn->sink = sink;
+  turn->ended = std::move(ended);
+  uint64_t id = 0;
+  std::string refused;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!alive_) {
-      turn_outcome out;
-      out.error = "the agent worker for profile " + profile_ + " is gone: " + death_reason_;
-      out.result = protocol::object_writer{}.str("error", *out.error).finish();
-      return out;
+    if (alive_ && !stopping_) {
+      id = ++next_turn_;
+      turns_.emplace(id, turn);
+    } else {
+      refused = "the agent worker for profile " + profile_ +
+                (alive_ ? std::string(" was being restarted; send the message again") : " is gone: " + death_reason_);
     }
-    turns_.emplace(id, turn);
   }
+  if (id == 0) {
+    turn->ended(failed_turn(std::move(refused)));
+    return 0;
+  }
+  watch_commits(id, sink);
+  return id;
+}
+
+void worker_process::watch_commits(uint64_t id, const std::shared_ptr<turn_sink>& sink) {
   std::weak_ptr<worker_process> weak = shared_from_this();
   sink->on_committed([weak, id](uint64_t seq) {
     if (auto self = weak.lock())
       self->acknowledge(id, seq);
   });
+}
+
+void worker_process::start_turn(uint64_t handle, const std::shared_ptr<turn_sink>& sink, std::string request,
+                                std::string carried_steer, turn_reports reports) {
+  uint64_t id = open_turn(sink, std::move(reports.ended));
+  if (id == 0)
+    return;
+  // Armed once the frame is written: an interrupt the client sends after
+  // that goes behind it on the socket, and the worker clears a stale
+  // interrupt as it takes the frame, before it reads the next.
+  std::string bytes =
+    encode(worker::start_turn{id, handle, sink->run_id(), std::move(request), std::move(carried_steer), true});
+  if (bytes.size() <= written_in_place && try_write(bytes)) {
+    reports.armed();
+    return;
+  }
+  auto write_then_arm = [self = shared_from_this(), bytes = std::move(bytes), armed = std::move(reports.armed)] {
+    if (self->alive_)
+      self->write(bytes);
+    armed(); // a worker that died meanwhile ends the turn itself
+  };
+  try {
+    std::thread(write_then_arm).detach();
+  } catch (const std::exception&) {
+    write_then_arm(); // no thread to be had: the caller waits instead
+  }
+}
+
+turn_outcome worker_process::run_turn(uint64_t handle, const std::shared_ptr<turn_sink>& sink,
+                                      const std::string& request) {
+  return wait_for_turn([&](std::function<void(turn_outcome)> ended) {
+    if (uint64_t id = open_turn(sink, std::move(ended)))
+      post(worker::start_turn{id, handle, sink->run_id(), request, {}, false});
+  });
+}
+
+void worker_process::start_continued_turn(uint64_t id, const std::shared_ptr<turn_sink>& sink, uint64_t after,
+                                          std::function<void(turn_outcome)> ended) {
+  auto turn = std::make_shared<live_turn>();
+  turn->sink = sink;
+  turn->ended = std::move(ended);
+  std::string gone;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (alive_)
+      turns_.emplace(id, turn);
+    else
+      gone = "the agent worker for profile " + profile_ + " is gone: " + death_reason_;
+  }
+  if (!gone.empty()) {
+    turn->ended(failed_turn(std::move(gone)));
+    return;
+  }
+  watch_commits(id, sink);
   // Every question its agent still waits on is open again before the rest
   // of its frames come: under its old id where the log announced it (the
   // sink knows), else as new. Its `ask` or `notify` frame, if it comes
@@ -174,9 +237,11 @@ turn_outcome worker_process::continue_turn(uint64_t id, const std::shared_ptr<tu
       wait_for_answer(id, a.ask, a.kind, [sink, q] { return sink->ask_again(q); });
   }
   post(resume{id, after}); // registered first: its frames find their sink
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return turn->outcome.has_value(); });
-  return std::move(*turn->outcome);
+}
+
+turn_outcome worker_process::continue_turn(uint64_t id, const std::shared_ptr<turn_sink>& sink, uint64_t after) {
+  return wait_for_turn(
+    [&](std::function<void(turn_outcome)> ended) { start_continued_turn(id, sink, after, std::move(ended)); });
 }
 
 std::vector<waiting_question> worker_process::waiting_questions(uint64_t turn) const {
@@ -273,17 +338,14 @@ void worker_process::died(const std::string& reason) {
                         {"turns_cut", std::to_string(turns.size())}}});
   for (auto& [_, turn] : turns)
     turn->sink->withdraw_questions(what); // their askers get an empty answer, which nobody sends on
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [req, call] : calls)
-    call->r = reply{req, false, "", "RuntimeError", what};
-  for (auto& [_, turn] : turns) {
-    turn_outcome out;
-    out.status = "error";
-    out.error = what;
-    out.result = protocol::object_writer{}.str("error", what).finish();
-    turn->outcome = std::move(out);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [req, call] : calls)
+      call->r = reply{req, false, "", "RuntimeError", what};
+    cv_.notify_all();
   }
-  cv_.notify_all();
+  for (auto& [_, turn] : turns)
+    turn->ended(failed_turn(what));
 }
 
 void worker_process::handle(from_worker frame) {
@@ -354,10 +416,15 @@ void worker_process::handle(from_worker frame) {
         if (!asked_again(*turn, f.seq))
           ask_client(std::move(f), turn->sink);
       } else if constexpr (std::is_same_v<T, turn_end>) {
-        std::lock_guard<std::mutex> lock(mu_);
-        auto it = turns_.find(f.turn);
-        if (it == turns_.end())
-          return;
+        std::shared_ptr<live_turn> turn;
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          auto it = turns_.find(f.turn);
+          if (it == turns_.end())
+            return;
+          turn = std::move(it->second);
+          turns_.erase(it);
+        }
         turn_outcome out;
         out.status = std::move(f.status);
         out.result = std::move(f.result).value_or(std::string());
@@ -365,9 +432,7 @@ void worker_process::handle(from_worker frame) {
         out.history = std::move(f.history);
         out.message_count = f.message_count;
         out.last_seq = f.seq;
-        it->second->outcome = std::move(out);
-        turns_.erase(it);
-        cv_.notify_all();
+        turn->ended(std::move(out));
       } else if constexpr (std::is_same_v<T, heartbeat_reply>) {
         unacknowledged_ = f.unacknowledged; // read_loop() already noted that it answers
       }

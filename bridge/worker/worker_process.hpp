@@ -98,11 +98,20 @@ public:
   std::string call_value(to_worker frame, std::chrono::milliseconds deadline);
   // A frame nobody answers; dropped when the worker is gone.
   void post(const to_worker& frame);
-  // Runs one turn: output goes to `sink` as it arrives; returns at turn_end,
-  // or with status error when the worker dies first.
+  // Begins one turn and returns without waiting for the worker: a stale
+  // interrupt cleared and `carried_steer` given to the agent first (frame
+  // version 5), output to `sink` as it arrives, `reports.armed` once the
+  // frame is written, `reports.ended` (on the reading thread) at turn_end,
+  // or with status error when the worker dies first or takes no turns.
+  void start_turn(uint64_t handle, const std::shared_ptr<turn_sink>& sink, std::string request,
+                  std::string carried_steer, turn_reports reports);
+  // The same turn without clearing or steering, waited for (a worker of
+  // version 4 or older, whose daemon calls prepare_turn first).
   turn_outcome run_turn(uint64_t handle, const std::shared_ptr<turn_sink>& sink, const std::string& request);
   // A turn the worker ran when this daemon attached to it: its frames after
-  // `after` (what the event log holds) go to `sink`; returns at its turn_end.
+  // `after` (what the event log holds) go to `sink`; `ended` at its turn_end.
+  void start_continued_turn(uint64_t turn, const std::shared_ptr<turn_sink>& sink, uint64_t after,
+                            std::function<void(turn_outcome)> ended);
   turn_outcome continue_turn(uint64_t turn, const std::shared_ptr<turn_sink>& sink, uint64_t after);
   // The questions `turn` waited on when this daemon attached, in the order
   // asked, each with what is left of its deadline; continue_turn asks them
@@ -135,6 +144,11 @@ private:
   void watch();
   void heard();
   bool try_post(const to_worker& frame);
+  bool try_write(const std::string& bytes); // never waits for the lock or a full socket to start
+  // A new turn for `sink` (its id), or 0 when this worker takes none: the
+  // turn has then ended, through `ended`, already.
+  uint64_t open_turn(const std::shared_ptr<turn_sink>& sink, std::function<void(turn_outcome)> ended);
+  void watch_commits(uint64_t turn, const std::shared_ptr<turn_sink>& sink); // acknowledge what the log holds
   bool send_acks(std::map<uint64_t, uint64_t>& acks); // false when some could not go now
   void ask_client(ask f, std::shared_ptr<turn_sink> sink);
   // Waits on a thread of its own for what `asking` answers (a client's
@@ -155,7 +169,7 @@ private:
   };
   struct live_turn {
     std::shared_ptr<turn_sink> sink;
-    std::optional<turn_outcome> outcome;
+    std::function<void(turn_outcome)> ended; // called once, outside mu_
     std::set<uint64_t> asked_again; // seqs of questions continue_turn asked again: their frames, resent, are not
   };
 

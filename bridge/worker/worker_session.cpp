@@ -43,6 +43,19 @@ turn_outcome worker_session::run_turn(const std::shared_ptr<turn_sink>& sink, co
   return proc_->run_turn(handle_, sink, request_json);
 }
 
+void worker_session::start_turn(std::shared_ptr<turn_sink> sink, std::string request_json, std::string carried_steer,
+                                turn_reports reports) {
+  pool_->turn_starting(slot_->profile, proc_.get());
+  proc_->start_turn(handle_, sink, std::move(request_json), std::move(carried_steer), std::move(reports));
+}
+
+void worker_session::start_continued_turn(std::shared_ptr<turn_sink> sink, uint64_t logged_seq,
+                                          std::function<void(turn_outcome)> ended) {
+  if (adopted_turn_ == 0)
+    return agent_host::start_continued_turn(std::move(sink), logged_seq, std::move(ended));
+  proc_->start_continued_turn(std::exchange(adopted_turn_, 0), sink, logged_seq, std::move(ended));
+}
+
 turn_outcome worker_session::continue_turn(const std::shared_ptr<turn_sink>& sink, uint64_t logged_seq) {
   if (adopted_turn_ == 0)
     return agent_host::continue_turn(sink, logged_seq);

@@ -24,7 +24,15 @@ public:
 
   void prepare_turn() override;
   turn_outcome run_turn(const std::shared_ptr<turn_sink>& sink, const std::string& request_json) override;
+  // Turns need no thread of the daemon's (the worker reports on its reading
+  // thread), except in a worker an older daemon started: it clears a stale
+  // interrupt only when called to (prepare_turn), which waits.
+  bool reports_turns() const override { return proc_->info().version >= 5; }
+  void start_turn(std::shared_ptr<turn_sink> sink, std::string request_json, std::string carried_steer,
+                  turn_reports reports) override;
   turn_outcome continue_turn(const std::shared_ptr<turn_sink>& sink, uint64_t logged_seq) override;
+  void start_continued_turn(std::shared_ptr<turn_sink> sink, uint64_t logged_seq,
+                            std::function<void(turn_outcome)> ended) override;
   void drop_turn() override;
   std::vector<waiting_question> waiting_questions() const override;
   void interrupt(const std::string& message_json) override;

@@ -36,7 +36,7 @@ std::vector<from_worker> sample_from_worker() {
 }
 
 std::vector<to_worker> sample_to_worker() {
-  return {create_session{1, 2, "s1", "work", "m", "p"}, prepare_turn{3, 2}, start_turn{4, 2, "run-9", R"({"message": "hi"})"},
+  return {create_session{1, 2, "s1", "work", "m", "p"}, prepare_turn{3, 2}, start_turn{4, 2, "run-9", R"({"message": "hi"})", "go right", true},
           interrupt_turn{5, 2, "\"stop\""}, steer_turn{6, 2, "go left"}, release_session{2},
           resolve_gateway{7, "s1", "once", "req-1", "tok-1"}, session_call{8, 2, "title", "{}"}, profile_call{9, "work", "mcp", "{}"},
           answer{4, 1, "deny"}, committed{4, 10}, shutdown{}, heartbeat{12},

@@ -479,6 +479,32 @@ class WorkerProcess(WorkerCase):
         self.assertEqual(init["kwargs"].count("enabled_toolsets"), 1)
         self.assertNotIn("env_probe", [e["op"] for e in events])
 
+    def test_a_turn_frame_clears_a_stale_interrupt_then_steers_and_a_later_interrupt_counts(self):
+        self.read()
+        self.send("create_session", req=1, handle=1, session_id="s", profile="default", model="", provider="")
+        self.assertTrue(self.read()["ok"])
+
+        def turn(turn_id, **fields):
+            self.send("start_turn", turn=turn_id, handle=1, request=json.dumps({"message": "script:steer-wait 300"}),
+                      **fields)
+            end, seen = self.until("turn_end")
+            return end["status"], "".join(f["text"] for f in seen if f["t"] == "text")
+
+        def stale_interrupt(req):
+            self.send("interrupt_turn", req=req, handle=1, message=json.dumps("stop"))
+            self.assertTrue(self.read()["ok"])
+
+        stale_interrupt(2)
+        self.assertEqual(turn(1, steer="go left", clear_interrupt=True), ("complete", "steered=go left "))
+        stale_interrupt(3)  # a frame of version 4 clears nothing: the daemon called prepare_turn first
+        self.assertEqual(turn(2)[0], "interrupted")
+        # An interrupt read after the turn's frame is the client's, not stale.
+        self.sock.sendall(frames.encode("start_turn", {"turn": 3, "handle": 1, "request": json.dumps(
+            {"message": "script:steer-wait 3000"}), "clear_interrupt": True})
+            + frames.encode("interrupt_turn", {"req": 4, "handle": 1, "message": json.dumps("stop")}))
+        end, _ = self.until("turn_end")
+        self.assertEqual(end["status"], "interrupted")
+
     def test_a_fast_stream_arrives_whole_and_in_order_however_it_is_batched(self):
         self.read()
         self.send("create_session", req=1, handle=1, session_id="s", profile="default", model="", provider="")
