@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import contextlib
-import gc
 import itertools
 import json
 import os
@@ -37,7 +36,7 @@ import worker_frames as frames
 from worker_connection import Connection
 from worker_turn import Turn
 from worker_rendezvous import describe, open_rendezvous
-from worker_warmup import preimport, tune_malloc
+from worker_warmup import freeze_imports, preimport, tune_malloc
 from bridge_json import clean_text
 from bridge_profiles import environment
 
@@ -294,22 +293,6 @@ class Worker:
                 if not self.turns:
                     break
             deadline.wait(0.05)
-
-
-def freeze_imports(worker: Worker) -> bool:
-    """Takes what the warm-up imported out of the garbage collector's reach
-    (gc.freeze) while no session exists yet. hermes-agent 0.18.2 leaves
-    ~56,000 tracked objects after its imports; every full collection walked
-    them all, holding the GIL 35 to 200 ms while streams on this worker
-    waited (measured on real turns, tests/bench/RESULTS.md). Frozen objects
-    are never collected, which is why a session's objects must not be among
-    them: with one built or being built, nothing is frozen."""
-    with worker.lock:  # a create_session waits for this, rather than be frozen half-built
-        if worker.sessions or worker.building:
-            return False
-        gc.collect()
-        gc.freeze()
-        return True
 
 
 def say_warm(worker: Worker) -> None:

@@ -333,21 +333,21 @@ class MallocArenas(unittest.TestCase):
 FREEZE_PROBE = """
 import gc, json, sys
 sys.path.insert(0, sys.argv[1])
-import worker_main
+import worker_main, worker_warmup
 worker = worker_main.Worker(None, "", {})
 seen = {}
 worker.building = 1
-seen["building"] = [worker_main.freeze_imports(worker), gc.get_freeze_count()]
+seen["building"] = [worker_warmup.freeze_imports(worker), gc.get_freeze_count()]
 worker.building, worker.sessions = 0, {1: object()}
-seen["a session"] = [worker_main.freeze_imports(worker), gc.get_freeze_count()]
+seen["a session"] = [worker_warmup.freeze_imports(worker), gc.get_freeze_count()]
 worker.sessions = {}
-seen["none"] = [worker_main.freeze_imports(worker), gc.get_freeze_count()]
+seen["none"] = [worker_warmup.freeze_imports(worker), gc.get_freeze_count()]
 print(json.dumps(seen))
 """
 
 
 class FrozenImports(unittest.TestCase):
-    """worker_main.freeze_imports, in a process of its own (gc.freeze is process-wide)."""
+    """worker_warmup.freeze_imports, in a process of its own (gc.freeze is process-wide)."""
 
     def test_the_warm_up_imports_are_frozen_only_while_no_session_exists_or_is_being_built(self):
         out = subprocess.run([sys.executable, "-B", "-c", FREEZE_PROBE, str(REPO / "bridge" / "python")],
