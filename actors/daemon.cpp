@@ -67,10 +67,11 @@ void pin_allocator_thresholds() {
 // and after every burst each worker spun and nanoslept for tens of
 // milliseconds more. Work-sharing workers wait on one queue's condition
 // variable until a job arrives, which wakes one of them at once. Stealing
-// buys little here: the actors that work (the log writer and readers, runs)
-// are detached, the broker runs on the I/O thread, and what the workers run
-// (sessions) is light and brief. W1 and W4, measured pair by pair against
-// work-stealing, lost nothing (tests/bench/RESULTS.md, W0).
+// buys little here: the actors that work (the log writer and readers, a
+// turn's Python) are detached, the broker runs on the I/O thread, and what
+// the workers run (sessions, runs) is light and brief. W1 and W4, measured
+// pair by pair against work-stealing, lost nothing (tests/bench/RESULTS.md,
+// W0).
 //
 // An actor also yields after max_throughput messages. CAF's default is no
 // limit, and the broker runs on the I/O thread: while commit notices kept
