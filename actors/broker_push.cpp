@@ -97,6 +97,8 @@ void on_request(broker_actor* self, const reply_to& to, requests::get_output& r)
   }
   if (r.wait_ms > 0)
     return self->state.hub->long_poll(to, r);
+  if (auto line = self->state.hub->answer_from_window(r))
+    return respond(self, to, std::move(*line));
   self->request(next_reader(self), caf::infinite,
                 output_query{r.run_id, r.cursor, r.event_cursor, r.include_output, 0})
     .then([=](output_reply& reply) { respond(self, to, std::move(reply.line)); },

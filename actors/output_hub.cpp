@@ -28,6 +28,13 @@ void output_hub::long_poll(const reply_to& to, const requests::get_output& r) {
   read_for(key);
 }
 
+std::optional<std::string> output_hub::answer_from_window(const requests::get_output& r) const {
+  auto known = windows_.answer(output_query{r.run_id, r.cursor, r.event_cursor, r.include_output, 0});
+  if (!known)
+    return std::nullopt;
+  return std::move(known->line);
+}
+
 void output_hub::add_deadline(steady_time when, uint64_t key) {
   deadlines_.emplace(when, key);
   if (when < armed_)

@@ -9,7 +9,6 @@
 #include "actors/vocabulary.hpp"
 #include "bridge/agent_host.hpp"
 #include "protocol/json_check.hpp"
-#include "protocol/json_text.hpp"
 
 #include <caf/all.hpp>
 
@@ -241,13 +240,6 @@ bridge::turn_reports reports_to(run_actor* self) {
           [me](bridge::turn_outcome out) { caf::anon_send(me, to_message(std::move(out))); }};
 }
 
-bridge::turn_outcome failed_turn(const std::string& why) {
-  bridge::turn_outcome out;
-  out.error = why;
-  out.result = protocol::object_writer{}.str("error", why).finish();
-  return out;
-}
-
 // A host whose turn runs on the calling thread (embedded, native, a replay)
 // gets a thread of its own (blocking_call: the actor system knows it), and
 // that thread lets go of the agent before it reports: an embedded agent's
@@ -261,14 +253,14 @@ void on_own_thread(run_actor* self, std::shared_ptr<bridge::agent_host> agent, T
                   try {
                     out = turn(*agent, me);
                   } catch (const std::exception& e) {
-                    out = failed_turn(e.what());
+                    out = bridge::failed_turn(e.what());
                   }
                   agent.reset();
                   return to_message(std::move(out));
                 })
     .then([=](host_ended& ended) { on_returned(self, ended); },
           [=](caf::error& err) {
-            auto ended = to_message(failed_turn("the turn's thread failed: " + caf::to_string(err)));
+            auto ended = to_message(bridge::failed_turn("the turn's thread failed: " + caf::to_string(err)));
             on_returned(self, ended);
           });
 }

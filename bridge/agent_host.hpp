@@ -97,6 +97,10 @@ struct turn_outcome {
   uint64_t last_seq = 0;               // a numbering host's last number for the turn (its turn_end's)
 };
 
+// A turn that ended without the agent's own outcome (it could not begin, its
+// thread or its worker failed): `why` as its error and its result.
+turn_outcome failed_turn(std::string why);
+
 // How a turn begun by agent_host::start_turn reports, each call once and on
 // a thread of the host's: `armed` when interrupt() would stop the turn,
 // `ended` with its outcome (after `armed`, or without it when the turn

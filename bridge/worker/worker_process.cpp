@@ -195,7 +195,7 @@ void worker_process::died(const std::string& reason) {
     cv_.notify_all();
   }
   for (auto& [_, turn] : turns)
-    turn->ended(ended_with_error(what));
+    turn->ended(failed_turn(what));
 }
 
 void worker_process::handle(from_worker frame) {

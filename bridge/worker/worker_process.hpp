@@ -209,9 +209,6 @@ private:
   std::mutex write_mu_; // one frame at a time on the socket
 };
 
-// A turn's outcome when it ends (or cannot begin) for `why`.
-turn_outcome ended_with_error(std::string why);
-
 // "exit code 3", "killed by signal 9 (SIGKILL)": a waitpid status in words.
 std::string describe_exit(int wait_status);
 

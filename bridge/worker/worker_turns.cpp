@@ -3,19 +3,11 @@
 // so that the reading thread finds both for everything the worker says.
 #include "bridge/worker/worker_process.hpp"
 
-#include "protocol/json_text.hpp"
 
 #include <future>
 #include <thread>
 
 namespace hb::bridge::worker {
-
-turn_outcome ended_with_error(std::string why) {
-  turn_outcome out;
-  out.error = std::move(why);
-  out.result = protocol::object_writer{}.str("error", *out.error).finish();
-  return out;
-}
 
 namespace {
 
@@ -52,7 +44,7 @@ uint64_t worker_process::open_turn(const std::shared_ptr<turn_sink>& sink, std::
     }
   }
   if (id == 0) {
-    turn->ended(ended_with_error(std::move(refused)));
+    turn->ended(failed_turn(std::move(refused)));
     return 0;
   }
   watch_commits(id, sink);
@@ -115,7 +107,7 @@ void worker_process::start_continued_turn(uint64_t id, const std::shared_ptr<tur
       gone = "the agent worker for profile " + profile_ + " is gone: " + death_reason_;
   }
   if (!gone.empty()) {
-    turn->ended(ended_with_error(std::move(gone)));
+    turn->ended(failed_turn(std::move(gone)));
     return;
   }
   watch_commits(id, sink);

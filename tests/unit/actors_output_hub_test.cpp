@@ -2,6 +2,8 @@
 // flight, commits of other runs, closed connections, failed reads.
 #include "fake_hub_port.hpp"
 
+#include <nlohmann/json.hpp>
+
 using namespace hb::actors;
 using namespace hb::test;
 using namespace std::chrono_literals;
@@ -195,4 +197,31 @@ TEST_CASE_METHOD(hub_fixture, "output hub: at a hand-over long-polls are answere
   REQUIRE(port.cuts.size() == 1);
   CHECK(port.cuts[0] == std::pair<int64_t, std::string>{3, "handed over"});
   CHECK(hub.size() == 0);
+}
+
+TEST_CASE_METHOD(hub_fixture, "output hub: a plain get_output of a live run is answered from its window without a read",
+                 "[output_hub]") {
+  auto plain = [](int64_t cursor, int64_t event_cursor, bool include_output) {
+    return requests::get_output{"r1", cursor, event_cursor, include_output, 0};
+  };
+  CHECK(!hub.answer_from_window(plain(0, 0, true))); // no commit told of r1 yet: the log answers
+  commit_tail("r1", 2, 3, {"he", "{\"event\": \"tool.started\"}", "llo"}, "ded");
+  auto whole = hub.answer_from_window(plain(0, 0, true));
+  REQUIRE(whole);
+  auto line = nlohmann::json::parse(*whole);
+  CHECK(line["status"] == "running");
+  CHECK(line["done"] == false);
+  CHECK(line["output"] == "hello");
+  CHECK(line["cursor"] == 2);
+  CHECK(line["event_cursor"] == 3);
+  auto tail = hub.answer_from_window(plain(1, 3, false));
+  REQUIRE(tail);
+  line = nlohmann::json::parse(*tail);
+  CHECK(line["delta"] == "llo");
+  CHECK(line.value("output", "") != "hello");
+  CHECK(!hub.answer_from_window(plain(5, 3, false))); // cursors past what was told: only the log knows
+  CHECK(port.reads.empty());
+  CHECK(hub.size() == 0); // nothing waits
+  commit({"r1"}, {"s"}); // its end (a commit without a tail): the log answers from now on
+  CHECK(!hub.answer_from_window(plain(2, 3, false)));
 }
