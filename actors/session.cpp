@@ -69,9 +69,11 @@ void persist(session_actor* self) {
   bool destroyed = st.now == phase::destroyed;
   self->send(st.links.broker, session_activity{st.id, st.profile.empty() ? "default" : st.profile,
                                                st.busy() && !destroyed});
+  bool with_history = st.history && st.history_unsaved;
+  st.history_unsaved = false;
   self->send(st.links.writer, session_put{{st.id, st.created_at, st.last_used_at, st.config,
-                                           st.history.value_or("[]"), st.history.has_value(), st.message_count,
-                                           destroyed}});
+                                           with_history ? *st.history : std::string("[]"), with_history,
+                                           st.message_count, destroyed}});
 }
 
 void finish_destroy(session_actor* self) {
@@ -249,6 +251,7 @@ void init_state(session_state& st, std::string id, session_links links, const st
     st.listed = true;
     st.now = st.before = phase::dormant;
     st.history.reset(); // read from the log when someone needs it
+    st.history_unsaved = false;
     st.created_at = dormant->created_at;
     st.last_used_at = dormant->last_used_at;
     st.message_count = dormant->message_count;

@@ -62,6 +62,11 @@ struct session_state {
   std::string workspace;            // where the agent's tools run (native: the TUI)
   std::optional<switch_model> pending_switch; // asked for during a turn: applied after it
   std::optional<std::string> history = std::string("[]"); // none: in the log, not read yet
+  // The log's row lacks `history` as it is here: the next persist writes it.
+  // Otherwise the row keeps its stored history, so a turn's start (and any
+  // other change of the row alone) does not copy and rewrite a long
+  // conversation.
+  bool history_unsaved = true;
   int64_t message_count = 0;
   // Steers accepted while idle: clear_interrupt() before the next turn would
   // drop them, so they are handed to that turn again once it is armed.

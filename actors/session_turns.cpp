@@ -188,6 +188,7 @@ void build_agent(session_actor* self, agent_recipe recipe, caf::response_promise
           st.created_at = st.last_used_at;
           adopt_config(st, config);
           st.history = std::string("[]");
+          st.history_unsaved = true;
           st.message_count = 0;
         }
         if (recipe.harness != "native" && !recipe.workspace.empty()) {
@@ -308,6 +309,7 @@ void on_closing(session_actor* self, run_closing& closing) {
   st.last_used_at = now_seconds();
   if (closing.has_history) {
     st.history = std::move(closing.history); // the message is this actor's: no copy of a long conversation
+    st.history_unsaved = true;
     st.message_count = closing.message_count;
   }
   settle(self);

@@ -179,6 +179,33 @@ CAF_TEST(interrupt in the phases without a turn) {
   CAF_CHECK_EQUAL(world->agents[0]->interrupts.size(), 1u); // the agent clears it before the next turn
 }
 
+CAF_TEST(the log gets a history only when it changed) {
+  auto s = session();
+  auto run_id = run_chat(s, hello);
+  CAF_REQUIRE(!world->puts.empty());
+  CAF_CHECK(world->puts.front().history_known); // a new session's row: its empty history too
+  CAF_CHECK_EQUAL(world->puts.front().history, "[]");
+  CAF_CHECK(!world->puts.back().history_known); // the run began: the row changed, its history did not
+  const std::string after = R"([{"role": "user", "content": "hello"}])";
+  close(s, run_id, after);
+  finish(s, run_id);
+  CAF_CHECK(world->puts.back().history_known);
+  CAF_CHECK_EQUAL(world->puts.back().history, after);
+  auto before = world->puts.size();
+  run_chat(s, hello);
+  CAF_REQUIRE(world->puts.size() > before);
+  CAF_CHECK(!world->puts.back().history_known); // sent once: the next turn's start does not write it again
+  CAF_CHECK_EQUAL(world->puts.back().history, "[]");
+}
+
+CAF_TEST(a dormant session never writes back the history it read) {
+  auto d = dormant("old", 2);
+  run_chat(d, R"({"message": "more"})");
+  CAF_REQUIRE(!world->puts.empty());
+  for (const auto& put : world->puts)
+    CAF_CHECK(!put.history_known);
+}
+
 CAF_TEST(a steer while idle is carried into the next turn) {
   auto s = session();
   end_run(s, run_chat(s, hello));
