@@ -92,6 +92,7 @@ public:
   }
 
   void gateway_notify(std::string request, double timeout_s) override {
+    asked_ = true;
     caf::anon_send(broker_, gateway_approval_asked{run_id_, session_id_, std::move(request),
                                                    static_cast<int64_t>(millis(timeout_s).count()), {}});
   }
@@ -106,6 +107,7 @@ public:
   // A question the log announced keeps the deadline it was announced with,
   // counted from then, whatever the host says is left (a TUI cannot say).
   std::string ask_again(const bridge::waiting_question& asked) override {
+    asked_ = true;
     auto q = asked;
     auto it = reopened_.find(q.ask);
     std::string id = it == reopened_.end() ? std::string() : it->second.id;
@@ -130,10 +132,15 @@ public:
     caf::anon_send(broker_, questions_withdrawn{run_id_, std::move(reason)});
   }
 
+  // Whether the turn asked anything (set on the host's threads before it
+  // reports its end).
+  bool asked() const { return asked_; }
+
 private:
   template <class OnAnswer>
   void ask(question_topic topic, std::string request, double timeout_s, OnAnswer on_answer,
            std::string reopen_id = {}) {
+    asked_ = true;
     caf::scoped_actor self{sys_};
     self
       ->request(broker_, millis(timeout_s) + broker_grace,
@@ -148,13 +155,14 @@ private:
   std::string run_id_;
   std::string session_id_;
   std::shared_ptr<run_output> output_; // to the writer, in order (run_output.hpp)
+  std::atomic<bool> asked_{false};
   std::atomic<bool> closed_{false};
   std::map<uint64_t, storage::reopened_question> reopened_; // written before the turn continues, read after
 };
 
 // A run, in the order of its phases: it begins the turn (starting), the
 // host says an interrupt would stop it (running), the turn returned and the
-// broker settles its open questions (closing), its end goes to the log
+// broker settles its open questions, if it asked any (closing), its end goes to the log
 // (ending). The session learns each step: run_armed, run_closing,
 // run_finished. Nothing here blocks: the host reports from its own threads.
 enum class run_phase { starting, running, closing, ending };
@@ -212,7 +220,7 @@ void end_in_log(run_actor* self) {
 }
 
 // The turn returned: the session learns it with the conversation it leaves,
-// open questions are settled and logged, then the terminal status is
+// open questions (if it asked any) are settled and logged, then the terminal status is
 // committed last. The outcome's texts are moved, never copied.
 void on_returned(run_actor* self, host_ended& ended) {
   auto& st = self->state;
@@ -229,6 +237,10 @@ void on_returned(run_actor* self, host_ended& ended) {
   bool has_error = out.error.has_value();
   st.end = run_end{st.spec.run_id, out.status, protocol::checked_json_value(std::move(out.result)), has_error,
                    std::move(out.error).value_or(std::string()), now_seconds()};
+  // A turn that asked nothing has nothing to settle: no round trip through
+  // the broker. A continued one may have questions the log reopened.
+  if (!st.spec.continuing && !st.sink->asked())
+    return end_in_log(self);
   self->request(st.spec.broker, caf::infinite, run_questions_end{st.spec.run_id, out.status == "interrupted"})
     .then([=](bool) { end_in_log(self); }, [=](caf::error&) { end_in_log(self); });
 }

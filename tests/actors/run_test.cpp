@@ -1,12 +1,14 @@
 // The run actor, report by report: the host's reports (armed, ended) become
 // the session's run_armed, run_closing and run_finished in that order; the
-// run's questions are settled before its end goes to the log; the run holds
+// questions of a run that asked any are settled before its end goes to the
+// log (one that asked none goes there at once); the run holds
 // no agent once the turn began. The agent host, the session, the broker and
 // the log writer are played by the test, so every step happens when it says.
 #define CAF_SUITE run
 #include "tests/actors/actor_fixture.hpp"
 
 #include "actors/errors.hpp"
+#include "actors/question_messages.hpp"
 #include "actors/run.hpp"
 
 #include <optional>
@@ -79,6 +81,7 @@ struct heard {
   bool refuse_end = false;        // the writer answers run_end with an error
   bool refuse_continuing = false; // ... and run_continuing
   uint64_t logged_host_seq = 7;
+  int asked = 0; // questions the broker heard of
 };
 
 class run_fixture : public hb::test::actor_fixture {
@@ -100,10 +103,11 @@ public:
     broker = keep(sys.spawn(
       [h](caf::event_based_actor*, int) -> caf::behavior {
         return {[h](const run_questions_end& q) {
-          h->steps.push_back("questions_end");
-          h->questions_end = q;
-          return true;
-        }};
+                  h->steps.push_back("questions_end");
+                  h->questions_end = q;
+                  return true;
+                },
+                [h](const gateway_approval_asked&) { ++h->asked; }};
       },
       0));
     writer = keep(sys.spawn(
@@ -149,6 +153,14 @@ public:
     return r;
   }
 
+  // The turn asks something (a gateway approval: answered elsewhere, so it
+  // does not wait).
+  void turn_asks() {
+    host->sink_->gateway_notify(R"({"command": "rm -rf /tmp/x"})", 30.0);
+    deliver();
+    CAF_CHECK_EQUAL(log->asked, 1);
+  }
+
   static hb::bridge::turn_outcome outcome(const std::string& status) {
     hb::bridge::turn_outcome out;
     out.status = status;
@@ -189,6 +201,7 @@ CAF_TEST(the reports of the host reach the session in order and the end is logge
   host->reports.armed();
   deliver();
   CAF_CHECK_EQUAL(log->steps, steps({"armed"}));
+  turn_asks();
   host->reports.ended(outcome("complete"));
   deliver();
   CAF_CHECK_EQUAL(log->steps, steps({"armed", "closing", "questions_end", "run_end", "finished"}));
@@ -225,12 +238,24 @@ CAF_TEST(a turn that ends before it was armed still arms its session first) {
   run("r1");
   host->reports.ended(outcome("error"));
   deliver();
-  CAF_CHECK_EQUAL(log->steps, steps({"armed", "closing", "questions_end", "run_end", "finished"}));
+  CAF_CHECK_EQUAL(log->steps, steps({"armed", "closing", "run_end", "finished"}));
+}
+
+CAF_TEST(a turn that asked nothing goes to the log without settling questions) {
+  run("r1");
+  host->reports.armed();
+  host->reports.ended(outcome("interrupted"));
+  deliver();
+  CAF_CHECK_EQUAL(log->steps, steps({"armed", "closing", "run_end", "finished"}));
+  CAF_CHECK(!log->questions_end);
+  CAF_REQUIRE(log->end);
+  CAF_CHECK_EQUAL(log->end->status, "interrupted");
 }
 
 CAF_TEST(an interrupted turn settles its questions as interrupted) {
   run("r1");
   host->reports.armed();
+  turn_asks();
   host->reports.ended(outcome("interrupted"));
   deliver();
   CAF_REQUIRE(log->questions_end);
@@ -258,7 +283,7 @@ CAF_TEST(a second report of the end is not a second end) {
   again(outcome("complete"));
   again(outcome("error"));
   deliver();
-  CAF_CHECK_EQUAL(log->steps, steps({"armed", "closing", "questions_end", "run_end", "finished"}));
+  CAF_CHECK_EQUAL(log->steps, steps({"armed", "closing", "run_end", "finished"}));
   CAF_CHECK_EQUAL(log->end->status, "complete");
 }
 
@@ -268,7 +293,7 @@ CAF_TEST(a run whose end the log refuses still tells the session it finished) {
   host->reports.armed();
   host->reports.ended(outcome("complete"));
   deliver();
-  CAF_CHECK_EQUAL(log->steps, steps({"armed", "closing", "questions_end", "run_end", "finished"}));
+  CAF_CHECK_EQUAL(log->steps, steps({"armed", "closing", "run_end", "finished"}));
 }
 
 CAF_TEST(a run continued after a restart goes on after what the log holds) {
@@ -306,7 +331,7 @@ CAF_TEST(a turn that blocks runs on a thread of its own which lets go of the age
   spawn_run(sys, std::move(spec));
   deliver();
   CAF_CHECK_EQUAL(blocking->steps, steps({"prepare", "steer look left", R"(run {"message": "hi"})"}));
-  CAF_CHECK_EQUAL(log->steps, steps({"armed", "closing", "questions_end", "run_end", "finished"}));
+  CAF_CHECK_EQUAL(log->steps, steps({"armed", "closing", "run_end", "finished"}));
   CAF_REQUIRE(log->end);
   CAF_CHECK_EQUAL(log->end->result, R"({"final_response": "ok"})");
   CAF_CHECK_EQUAL(blocking.use_count(), 1);
