@@ -162,7 +162,11 @@ std::string encode(const health_reply& r) {
     .integer("connections", r.connections)
     .integer("subscribers", r.subscribers)
     .raw("output_windows",
-         object_writer{}.integer("runs", r.window_runs).integer("bytes", r.window_bytes).finish())
+         object_writer{}
+           .integer("runs", r.window_runs)
+           .integer("ended_runs", r.window_ended_runs)
+           .integer("bytes", r.window_bytes)
+           .finish())
     .integer("pending_request_bytes", r.pending_request_bytes)
     .integer("queued_answer_bytes", r.queued_answer_bytes)
     .integer("log_bytes", r.log_bytes)

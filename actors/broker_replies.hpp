@@ -97,8 +97,9 @@ struct health_reply {
   int64_t pending_questions = 0;
   int64_t connections = 0;
   int64_t subscribers = 0;
-  int64_t window_runs = 0;  // live runs whose last stretch the output hub keeps
-  int64_t window_bytes = 0; // and its text, in bytes (at most 16 MiB)
+  int64_t window_runs = 0;       // live runs whose last stretch the output hub keeps
+  int64_t window_ended_runs = 0; // and ended runs it keeps for the poll that sees them end
+  int64_t window_bytes = 0;      // their text, in bytes (at most 16 MiB)
   int64_t pending_request_bytes = 0;
   int64_t queued_answer_bytes = 0;
   int64_t log_bytes = 0;

@@ -187,7 +187,8 @@ void on_request(broker_actor* self, const reply_to& to, requests::health&) {
     health.pending_questions = static_cast<int64_t>(st.open_questions);
     health.connections = count(st.connections.size());
     health.subscribers = count(st.hub->size());
-    health.window_runs = count(st.hub->windows().runs());
+    health.window_runs = count(st.hub->windows().runs() - st.hub->windows().ended_runs());
+    health.window_ended_runs = count(st.hub->windows().ended_runs());
     health.window_bytes = count(st.hub->windows().bytes());
     health.pending_request_bytes = static_cast<int64_t>(st.held_bytes);
     health.queued_answer_bytes = static_cast<int64_t>(st.queued_bytes);

@@ -15,9 +15,15 @@ commit_notices::touched_run* commit_notices::entry(const std::string& run_id) {
   return &added;
 }
 
-void commit_notices::ended(const std::string& run_id) {
-  untold(run_id);
+void commit_notices::ended(const std::string& run_id, std::optional<run_ending> ending) {
+  auto* touched = entry(run_id);
   session_of_run_.erase(run_id); // its entry in touched_ carries the session
+  if (!touched)
+    return;
+  if (touched->whole && ending)
+    touched->ending = std::move(ending);
+  else
+    untold(run_id);
 }
 
 void commit_notices::tell(const std::string& run_id, char kind, const std::string& text) {
@@ -35,6 +41,7 @@ void commit_notices::untold(const std::string& run_id) {
   if (auto* touched = entry(run_id)) {
     touched->whole = false;
     touched->tail = run_tail{};
+    touched->ending.reset();
   }
 }
 
@@ -42,6 +49,7 @@ void commit_notices::untold_all() {
   for (auto& [_, touched] : touched_) {
     touched.whole = false;
     touched.tail = run_tail{};
+    touched.ending.reset();
   }
 }
 
@@ -55,14 +63,22 @@ commit_notices::take(const counts_of_run& counts) {
   for (auto& [run, touched] : touched_) {
     notice.runs.push_back(run);
     notice.sessions.push_back(std::move(touched.session));
-    auto now = counts(run);
-    if (!touched.whole || touched.tail.texts.empty() || !now)
+    if (!touched.whole)
+      continue;
+    std::optional<storage::log_writer::run_counts> now;
+    if (touched.ending)
+      now = storage::log_writer::run_counts{touched.ending->delta_count, touched.ending->event_count};
+    else
+      now = counts(run);
+    if (!now)
       continue;
     touched.tail.run_id = run;
     touched.tail.delta_count = now->deltas;
     touched.tail.event_count = now->events;
-    if (touched.tail.delta_from() >= 0 && touched.tail.event_from() >= 0)
+    if (!touched.tail.texts.empty() && touched.tail.delta_from() >= 0 && touched.tail.event_from() >= 0)
       notice.tails.push_back(std::move(touched.tail));
+    if (touched.ending)
+      notice.endings.push_back(std::move(*touched.ending));
   }
   touched_.clear();
   return notice;

@@ -23,20 +23,22 @@ public:
   // The run's session, known from its opening (or its taking up again)
   // until its end.
   void opened(const std::string& run_id, const std::string& session_id) { session_of_run_[run_id] = session_id; }
-  void ended(const std::string& run_id); // after its end was applied
+  // Its end, about to be applied: told (`ending`, none when too big to
+  // tell) when the rest of the run in this transaction was told too.
+  void ended(const std::string& run_id, std::optional<run_ending> ending);
 
   // The run is in the next notice, with what tell() adds to it.
   void touch(const std::string& run_id) { entry(run_id); }
   // A delta ('d') or event ('e') about to be applied.
   void tell(const std::string& run_id, char kind, const std::string& text);
-  // The run was touched in a way the notice cannot tell (its end, a write
-  // held for a retry): its followers read the log.
+  // The run was touched in a way the notice cannot tell (a big end, a
+  // write held for a retry): its followers read the log.
   void untold(const std::string& run_id);
   void untold_all();
 
   // The notice of the commit just made, with each told run's counts as
-  // `counts` gives them (none once its end is written); empty when the
-  // transaction touched no run.
+  // `counts` gives them (none once its end is written: its ending's then);
+  // empty when the transaction touched no run.
   using counts_of_run = std::function<std::optional<storage::log_writer::run_counts>(const std::string&)>;
   std::optional<log_committed> take(const counts_of_run& counts);
 
@@ -46,6 +48,7 @@ private:
     run_tail tail;
     size_t tail_bytes = 0;
     bool whole = true; // every append of the run in the transaction is in `tail`
+    std::optional<run_ending> ending;
   };
   touched_run* entry(const std::string& run_id);
 

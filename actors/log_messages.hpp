@@ -188,19 +188,43 @@ typename Inspector::result_type inspect(Inspector& f, run_tail& x) {
   return f(caf::meta::type_name("run_tail"), x.run_id, x.delta_count, x.event_count, x.texts, x.kinds);
 }
 
+// A run's end as a commit wrote it, told when it is small (a result and
+// an error under a notice's bound), so that the poll that sees the run done
+// is answered from memory too. The counts are the run's, whole.
+struct run_ending {
+  std::string run_id;
+  int64_t delta_count = 0;
+  int64_t event_count = 0;
+  std::string status;
+  bool has_result = false;
+  std::string result; // JSON text
+  bool has_error = false;
+  std::string error;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, run_ending& x) {
+  return f(caf::meta::type_name("run_ending"), x.run_id, x.delta_count, x.event_count, x.status, x.has_result,
+           x.result, x.has_error, x.error);
+}
+
 // The runs a commit touched, each with its session (sessions[i] is the
 // session of runs[i]), and for some of them (small commits of live runs)
-// what it added. A run without a tail was touched in a way only a read
-// shows (its end, too much text, a write that was retried).
+// what it added and, for small ends, how the run ended. A run without a
+// tail or an ending was touched in a way only a read shows (a big end, too
+// much text, a write that was retried). Runs retention pruned are told
+// too, so that no copy in memory outlives what the log holds.
 struct log_committed {
   std::vector<std::string> runs;
   std::vector<std::string> sessions;
   std::vector<run_tail> tails;
+  std::vector<run_ending> endings;
+  std::vector<std::string> pruned;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, log_committed& x) {
-  return f(caf::meta::type_name("log_committed"), x.runs, x.sessions, x.tails);
+  return f(caf::meta::type_name("log_committed"), x.runs, x.sessions, x.tails, x.endings, x.pruned);
 }
 
 // broker -> writer; answered with a log_health.
@@ -340,6 +364,7 @@ inline void add_log_message_types(caf::actor_system_config& cfg) {
     .add_message_type<final_flush>("hb::final_flush")
     .add_message_type<log_watch>("hb::log_watch")
     .add_message_type<run_tail>("hb::run_tail")
+    .add_message_type<run_ending>("hb::run_ending")
     .add_message_type<log_committed>("hb::log_committed")
     .add_message_type<log_health_query>("hb::log_health_query")
     .add_message_type<log_health>("hb::log_health")

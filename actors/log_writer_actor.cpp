@@ -145,8 +145,11 @@ log_batches::applied apply(writer_actor* self, log_batches::operation op, size_t
   return outcome;
 }
 
+void untold_unless_written(writer_actor* self, const std::string& run_id, log_batches::applied outcome);
+
+// `told_run`: the run the notices tell of this operation (its end).
 caf::result<bool> apply_then_confirm(writer_actor* self, log_batches::operation op, bool survives_failure,
-                                     size_t bytes = 0) {
+                                     size_t bytes = 0, const std::string* told_run = nullptr) {
   auto rp = self->make_response_promise<bool>();
   auto& st = self->state;
   if (st.batches->degraded() && !survives_failure) {
@@ -155,7 +158,9 @@ caf::result<bool> apply_then_confirm(writer_actor* self, log_batches::operation 
     return rp;
   }
   st.after_commit.push_back(confirmation{rp, survives_failure});
-  apply(self, std::move(op), bytes);
+  auto outcome = apply(self, std::move(op), bytes);
+  if (told_run)
+    untold_unless_written(self, *told_run, outcome);
   return rp;
 }
 
@@ -244,6 +249,28 @@ caf::result<storage::continued_run> continue_run(writer_actor* self, const run_c
   return std::move(*continued);
 }
 
+// The run's end for its commit's notice. A result and an error under the
+// notice's bound are copied (the operation owns the originals until the
+// commit); a bigger end is left untold, so nothing big is held twice.
+std::optional<run_ending> ending_of(writer_state& st, const std::string& run_id, const std::string& status,
+                                    const std::optional<std::string>& result,
+                                    const std::optional<std::string>& error) {
+  auto counts = st.batches->log().counts(run_id);
+  size_t size = (result ? result->size() : 0) + (error ? error->size() : 0);
+  if (!counts || size > commit_notices::max_tail_bytes)
+    return std::nullopt;
+  run_ending out;
+  out.run_id = run_id;
+  out.delta_count = counts->deltas;
+  out.event_count = counts->events;
+  out.status = status;
+  if ((out.has_result = result.has_value()))
+    out.result = *result;
+  if ((out.has_error = error.has_value()))
+    out.error = *error;
+  return out;
+}
+
 caf::result<bool> end_run(writer_actor* self, run_end& end) {
   auto& st = self->state;
   const std::string& run_id = end.run_id;
@@ -251,7 +278,6 @@ caf::result<bool> end_run(writer_actor* self, run_end& end) {
     write_queued(self, run_id, queue, queue->close()); // whatever its last message did not take
     forget_run_output(run_id);
   }
-  st.notices.ended(run_id);
   size_t bytes = end.result.size() + end.error.size();
   std::optional<std::string> result, error;
   if (!end.result.empty())
@@ -263,9 +289,10 @@ caf::result<bool> end_run(writer_actor* self, run_end& end) {
     status = "error"; // its output is not whole: never `complete`
     error = std::move(cut);
   }
+  st.notices.ended(run_id, ending_of(st, run_id, status, result, error));
   return apply_then_confirm(
     self, log_operations::close_run(run_id, std::move(status), std::move(result), std::move(error), end.ended_at),
-    true, bytes);
+    true, bytes, &run_id);
 }
 
 // On stop: commit, then fold the WAL into the database file, so a copy of
@@ -308,9 +335,15 @@ void prune_step(writer_actor* self) {
   } catch (const std::exception& e) {
     log_event(log_level::error, "log.prune_failed", e.what());
   }
-  for (const auto& run_id : st.pruner.take_pruned())
-    if (st.finished)
+  auto pruned = st.pruner.take_pruned();
+  if (st.finished)
+    for (const auto& run_id : pruned)
       st.finished->forget(run_id);
+  if (!pruned.empty() && st.listener) { // (the hub keeps the ends of recent runs)
+    log_committed notice;
+    notice.pruned = std::move(pruned);
+    self->send(st.listener, std::move(notice));
+  }
   if (more)
     self->send(self, prune_due{});
   else

@@ -96,10 +96,10 @@ public:
 
   // get_output with wait_ms > 0.
   void long_poll(const reply_to& to, const requests::get_output& r);
-  // A plain get_output (no wait) of a live run whose window holds its
-  // cursors: the line a read would give, from memory. A client polling a
-  // run every 50 ms otherwise costs the daemon a reader's wake-up and a
-  // SQLite read per poll. Empty: the log must answer.
+  // A plain get_output (no wait) of a live or just ended run whose window
+  // holds its cursors: the line a read would give, from memory. A client
+  // polling a run every 50 ms otherwise costs the daemon a reader's
+  // wake-up and a SQLite read per poll. Empty: the log must answer.
   std::optional<std::string> answer_from_window(const requests::get_output& r) const;
   // The connection of `to` is a stream already (begin_stream).
   void subscribe(const reply_to& to, const requests::subscribe& r);

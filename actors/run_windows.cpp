@@ -3,21 +3,60 @@
 #include "actors/responses.hpp"
 #include "storage/run_events.hpp"
 
+#include <algorithm>
 #include <string_view>
 
 namespace hb::actors {
 
 void run_windows::on_committed(log_committed& touched) {
+  for (const auto& run_id : touched.pruned)
+    forget(run_id);
   std::unordered_map<std::string_view, run_tail*> tails;
   for (auto& tail : touched.tails)
     tails.emplace(tail.run_id, &tail);
+  std::unordered_map<std::string_view, run_ending*> endings;
+  for (auto& ending : touched.endings)
+    endings.emplace(ending.run_id, &ending);
   for (size_t i = 0; i < touched.runs.size() && i < touched.sessions.size(); ++i) {
     auto tail = tails.find(touched.runs[i]);
-    if (tail == tails.end())
-      forget(touched.runs[i]);
-    else
+    auto ending = endings.find(touched.runs[i]);
+    if (tail != tails.end())
       add(*tail->second, touched.sessions[i]);
+    if (ending != endings.end())
+      end(*ending->second, touched.sessions[i]);
+    else if (tail == tails.end())
+      forget(touched.runs[i]);
   }
+}
+
+// The run's window, whole up to its end, is kept done; one that missed
+// part of the run is not (the log answers).
+void run_windows::end(run_ending& ending, const std::string& session_id) {
+  auto it = windows_.find(ending.run_id);
+  if (it == windows_.end()) {
+    if (ending.delta_count != 0 || ending.event_count != 0)
+      return; // output no notice told: only the log has it
+    it = windows_.try_emplace(ending.run_id).first;
+    it->second.session_id = session_id;
+  }
+  window& w = it->second;
+  if (w.end || w.delta_count != ending.delta_count || w.event_count != ending.event_count)
+    return forget(ending.run_id);
+  w.end = ended{std::move(ending.status),
+                ending.has_result ? std::optional<std::string>(std::move(ending.result)) : std::nullopt,
+                ending.has_error ? std::optional<std::string>(std::move(ending.error)) : std::nullopt};
+  bytes_ += w.end->bytes();
+  ended_.push_back(ending.run_id);
+  if (ended_.size() > limits_.ended_runs)
+    forget(std::string(ended_.front())); // (a copy: forget erases it from ended_)
+  make_room();
+}
+
+// Over the total bound, ended runs leave first, the oldest first: a live
+// run's followers gain more from a window than the poll of an ended one.
+void run_windows::make_room() {
+  while (bytes_ > limits_.total_bytes && !ended_.empty())
+    forget(std::string(ended_.front()));
 }
 
 void run_windows::add(run_tail& tail, const std::string& session_id) {
@@ -44,6 +83,7 @@ void run_windows::add(run_tail& tail, const std::string& session_id) {
     ++w.event_count;
   }
   trim(w);
+  make_room();
   if (bytes_ > limits_.total_bytes)
     forget(tail.run_id);
 }
@@ -65,6 +105,10 @@ void run_windows::forget(const std::string& run_id) {
   if (it == windows_.end())
     return;
   bytes_ -= it->second.bytes;
+  if (it->second.end) {
+    bytes_ -= it->second.end->bytes();
+    ended_.erase(std::find(ended_.begin(), ended_.end(), run_id));
+  }
   windows_.erase(it);
 }
 
@@ -82,7 +126,13 @@ std::optional<output_reply> run_windows::answer(const output_query& q) const {
   storage::run_snapshot run;
   run.run_id = q.run_id;
   run.session_id = w.session_id;
-  run.status = "running";
+  if (w.end) {
+    run.status = w.end->status;
+    run.result = w.end->result;
+    run.error = w.end->error;
+  } else {
+    run.status = "running";
+  }
   run.delta_from = from;
   run.event_from = q.event_cursor;
   run.delta_count = w.delta_count;
@@ -98,9 +148,10 @@ std::optional<output_reply> run_windows::answer(const output_query& q) const {
         run.events.push_back(item.text);
     }
   }
-  bool news = w.delta_count > q.cursor || w.event_count > q.event_cursor;
+  bool done = w.end.has_value();
+  bool news = done || w.delta_count > q.cursor || w.event_count > q.event_cursor;
   return output_reply{get_output_line(run, q.cursor, q.include_output), news, w.delta_count, w.event_count,
-                      false, false};
+                      done, false};
 }
 
 } // namespace hb::actors

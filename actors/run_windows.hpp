@@ -1,10 +1,12 @@
 // The last stretch of each live run's committed output, kept by the output
 // hub from the commits' notices (run_tail), so that a long-poll or a
 // subscriber that is up to date is answered from memory when the next
-// commit lands. Each answer is the line a read of the log at the same
-// cursors gives, built by the same code. What a window cannot answer
-// (cursors before its start or past its end, a run whose end or a retried
-// write the notices could not tell) is read from the log, as before.
+// commit lands. A run whose end was told (run_ending) keeps its window a
+// while, done, for the poll that sees it end. Each answer is the line a
+// read of the log at the same cursors gives, built by the same code. What a
+// window cannot answer (cursors before its start or past its end, a run
+// whose end or a retried write the notices could not tell, one retention
+// pruned) is read from the log, as before.
 #pragma once
 
 #include "actors/log_messages.hpp"
@@ -23,6 +25,7 @@ public:
   struct limits {
     size_t run_bytes = 64 << 10;    // a run's window keeps about its last this many bytes of text
     size_t total_bytes = 16 << 20;  // past this, runs get no window (many runs streaming at once)
+    size_t ended_runs = 64;         // ended runs kept, the latest; they leave first when memory is short
   };
 
   explicit run_windows(limits lim) : limits_(lim) {}
@@ -34,9 +37,15 @@ public:
   std::optional<output_reply> answer(const output_query& q) const;
 
   size_t runs() const { return windows_.size(); }
+  size_t ended_runs() const { return ended_.size(); }
   size_t bytes() const { return bytes_; }
 
 private:
+  struct ended {
+    std::string status;
+    std::optional<std::string> result, error;
+    size_t bytes() const { return (result ? result->size() : 0) + (error ? error->size() : 0); }
+  };
   struct window {
     std::string session_id;
     int64_t delta_base = 0, event_base = 0;   // the run's counts where the window starts
@@ -46,15 +55,19 @@ private:
       bool delta;
     };
     std::deque<item> items; // in the order written
-    size_t bytes = 0;
+    size_t bytes = 0;       // of the items
+    std::optional<ended> end;
   };
 
   void add(run_tail& tail, const std::string& session_id);
+  void end(run_ending& ending, const std::string& session_id);
   void forget(const std::string& run_id);
   void trim(window& w);
+  void make_room();
 
   limits limits_;
   std::unordered_map<std::string, window> windows_;
+  std::deque<std::string> ended_; // runs with an ended window, oldest first
   size_t bytes_ = 0;
 };
 

@@ -1,6 +1,7 @@
 // What the log writer tells the broker with each commit: the runs touched
-// and, for live runs, what the commit added (run_tail), or nothing where a
-// read is the only way to know (a run's end, much text, a retried write).
+// and, for live runs, what the commit added (run_tail) and a small end
+// (run_ending), or nothing where a read is the only way to know (much
+// text, a big end, a retried write).
 #define CAF_SUITE log_writer_notices
 #include "tests/actors/writer_fixture.hpp"
 
@@ -47,7 +48,7 @@ CAF_TEST(a commit notice tells what it added to each live run in order with the 
   forget_run_output("r1");
 }
 
-CAF_TEST(a runs end and more text than a notice carries are told without a tail) {
+CAF_TEST(more text than a notice carries is told without a tail) {
   auto heard = watch(writer);
   CAF_REQUIRE(open_run("r1", "s1"));
   heard->clear();
@@ -56,10 +57,40 @@ CAF_TEST(a runs end and more text than a notice carries are told without a tail)
   CAF_REQUIRE_EQUAL(heard->size(), 1u);
   CAF_CHECK_EQUAL(heard->back().runs, (std::vector<std::string>{"r1"}));
   CAF_CHECK(heard->back().tails.empty());
-  delta("r1", "y");
-  CAF_REQUIRE(end_run("r1"));
-  CAF_CHECK_EQUAL(heard->back().runs, (std::vector<std::string>{"r1"}));
-  CAF_CHECK(heard->back().tails.empty());
+}
+
+CAF_TEST(a runs small end is told with its counts and its last output and a big one is not) {
+  auto heard = watch(writer);
+  CAF_REQUIRE(open_run("r1", "s1"));
+  delta("r1", "a");
+  deliver();
+  heard->clear();
+  delta("r1", "b");
+  caf::anon_send(writer, run_end{"r1", "complete", R"({"final_response": "ab"})", false, "", 200.0});
+  deliver(); // the delta and the end in one transaction
+  CAF_REQUIRE_EQUAL(heard->size(), 1u);
+  const auto& told = heard->back();
+  CAF_REQUIRE_EQUAL(told.tails.size(), 1u);
+  CAF_CHECK_EQUAL(told.tails[0].texts, (std::vector<std::string>{"b"}));
+  CAF_CHECK_EQUAL(told.tails[0].delta_count, 2);
+  CAF_REQUIRE_EQUAL(told.endings.size(), 1u);
+  const auto& ending = told.endings[0];
+  CAF_CHECK_EQUAL(ending.run_id, "r1");
+  CAF_CHECK_EQUAL(ending.delta_count, 2);
+  CAF_CHECK_EQUAL(ending.event_count, 2);
+  CAF_CHECK_EQUAL(ending.status, "complete");
+  CAF_CHECK(ending.has_result);
+  CAF_CHECK_EQUAL(ending.result, R"({"final_response": "ab"})");
+  CAF_CHECK(!ending.has_error);
+  auto run = committed_run("r1");
+  CAF_REQUIRE(run);
+  CAF_CHECK_EQUAL(run->status, "complete");
+
+  CAF_REQUIRE(open_run("r2", "s1"));
+  heard->clear();
+  CAF_REQUIRE(end_run("r2", "complete", "\"" + std::string(70'000, 'z') + "\""));
+  CAF_CHECK_EQUAL(heard->back().runs, (std::vector<std::string>{"r2"}));
+  CAF_CHECK(heard->back().endings.empty()); // a result over the bound: not copied, a read tells it
 }
 
 CAF_TEST(output written again by a retry is told without a tail) {

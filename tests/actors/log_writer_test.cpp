@@ -341,6 +341,22 @@ CAF_TEST(retention prunes finished runs and drops them from the finished cache) 
   CAF_CHECK(!committed_run("latest")->pruned_at);
 }
 
+CAF_TEST(runs retention prunes are told to the commit watcher) {
+  auto pruning = quiet_retention();
+  pruning.policy.max_age_s = 60;
+  auto pruner = spawn_writer(pruning); // nothing to prune yet
+  auto heard = watch(pruner);
+  CAF_REQUIRE(open_run("old", "s1"));
+  CAF_REQUIRE(end_run("old")); // ended 200 s after the epoch
+  CAF_REQUIRE(open_run("latest", "s1"));
+  CAF_REQUIRE(heard->empty());
+  caf::anon_send(pruner, prune_due{});
+  deliver();
+  CAF_REQUIRE_EQUAL(heard->size(), 1u); // (the output hub forgets what it kept of the run)
+  CAF_CHECK_EQUAL(heard->back().pruned, (std::vector<std::string>{"old"}));
+  CAF_CHECK(heard->back().runs.empty());
+}
+
 CAF_TEST(health counts commits and committed rows) {
   auto before = health();
   CAF_REQUIRE(open_run("r1"));

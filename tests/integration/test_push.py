@@ -111,10 +111,15 @@ class Subscriptions(unittest.TestCase):
             windows = b.request({"action": "health"})["output_windows"]
             self.assertEqual(windows["runs"], 1)
             self.assertGreaterEqual(windows["bytes"], len("".join(line["delta"] for line in first)))
+            self.assertEqual(windows["ended_runs"], 0)
             b.wait_done(run)
-            # the commit's notice reaches the hub a moment after a read can see the end
-            wait_for(lambda: b.request({"action": "health"})["output_windows"] == {"runs": 0, "bytes": 0},
-                     what="the ended run's window dropped")
+            # the commit's notice reaches the hub a moment after a read can see the end;
+            # the ended run stays, done, for the poll that sees it end
+            wait_for(lambda: b.request({"action": "health"})["output_windows"]["ended_runs"] == 1,
+                     what="the ended run's window kept")
+            windows = b.request({"action": "health"})["output_windows"]
+            self.assertEqual(windows["runs"], 0)
+            self.assertGreater(windows["bytes"], 0)
 
     def test_reconnecting_with_the_last_cursors_loses_and_repeats_nothing(self):
         rng = random.Random(7)

@@ -47,7 +47,27 @@ struct live_run {
     tail.run_id = "r1";
     tail.delta_count = counts->deltas;
     tail.event_count = counts->events;
-    return log_committed{{"r1"}, {"s1"}, {std::exchange(tail, run_tail{})}};
+    return log_committed{{"r1"}, {"s1"}, {std::exchange(tail, run_tail{})}, {}, {}};
+  }
+  // The run's end, committed with what the open transaction added, told
+  // as the log writer tells it (the counts from before the close: after
+  // it the writer no longer knows the run).
+  log_committed end(const std::string& status, std::optional<std::string> result,
+                    std::optional<std::string> error) {
+    auto counts = log.counts("r1");
+    REQUIRE(counts);
+    log.close_run("r1", status, result, error, 200.0);
+    log.commit();
+    log_committed told{{"r1"}, {"s1"}, {}, {}, {}};
+    told.endings.push_back(run_ending{"r1", counts->deltas, counts->events, status, result.has_value(),
+                                      result.value_or(""), error.has_value(), error.value_or("")});
+    if (!tail.texts.empty()) {
+      tail.run_id = "r1";
+      tail.delta_count = counts->deltas;
+      tail.event_count = counts->events;
+      told.tails.push_back(std::exchange(tail, run_tail{}));
+    }
+    return told;
   }
   // What log_reader_actor answers for this query.
   output_reply read(const output_query& q) {
@@ -109,6 +129,94 @@ TEST_CASE("run windows: every answer is the line a read of the log gives", "[run
   CHECK(windows.bytes() <= 300 + 60);
 }
 
+TEST_CASE("run windows: a told end is answered done as a read of the log gives it", "[run_windows]") {
+  live_run run;
+  run_windows windows(run_windows::limits{300, 1 << 20, 64}); // small: its start moves on
+  std::mt19937 random(11);
+  auto pick = [&](int n) { return static_cast<int>(random() % static_cast<unsigned>(n)); };
+  for (int step = 0; step < 30; ++step) {
+    for (int i = pick(4); i >= 0; --i) {
+      if (pick(4) == 0)
+        run.event(R"({"event": "tool", "n": )" + std::to_string(step) + "}");
+      else
+        run.delta(std::string(static_cast<size_t>(pick(40)), static_cast<char>('a' + pick(26))) + "\"\n");
+    }
+    auto told = run.commit();
+    windows.on_committed(told);
+  }
+  auto before = run.log.counts("r1");
+  run.delta("the last words");
+  log_committed told;
+  SECTION("complete, with a result") { told = run.end("complete", R"({"final_response": "\u00e9 done"})", {}); }
+  SECTION("failed, with an error and no result") { told = run.end("error", {}, "the model went away"); }
+  windows.on_committed(told);
+  CHECK(windows.ended_runs() == 1);
+  auto done = run.read(output_query{"r1", 0, 0, true, 0});
+  REQUIRE(done.done);
+  // The poll that sees it end: from the cursors the previous commit left.
+  auto last = windows.answer(output_query{"r1", before->deltas, before->events, false, 0});
+  REQUIRE(last);
+  CHECK(last->line == run.read(output_query{"r1", before->deltas, before->events, false, 0}).line);
+  int answered = 0;
+  for (int64_t cursor = 0; cursor <= done.cursor + 1; ++cursor)
+    for (int64_t event_cursor = 0; event_cursor <= done.event_cursor + 1; ++event_cursor)
+      for (bool include_output : {false, true}) {
+        output_query q{"r1", cursor, event_cursor, include_output, 0};
+        auto known = windows.answer(q);
+        if (!known)
+          continue;
+        ++answered;
+        auto read = run.read(q);
+        REQUIRE(known->line == read.line);
+        CHECK(known->news);
+        CHECK(known->done);
+        CHECK(known->cursor == read.cursor);
+        CHECK(known->event_cursor == read.event_cursor);
+      }
+  CHECK(answered > 10);
+  CHECK(!windows.answer(output_query{"r1", 0, 0, true, 0})); // its start was trimmed: the log answers
+}
+
+TEST_CASE("run windows: ended runs are kept up to their number and leave first for live runs or when pruned",
+          "[run_windows]") {
+  run_windows windows(run_windows::limits{1000, 3000, 2});
+  auto ended_now = [&](const std::string& run_id, std::string result = "{}") {
+    log_committed told{{run_id}, {"s"}, {}, {run_ending{run_id, 0, 0, "complete", true, std::move(result), false, ""}},
+                       {}};
+    windows.on_committed(told);
+  };
+  auto answers = [&](const std::string& run_id) { return windows.answer(output_query{run_id, 0, 0, false, 0}); };
+  ended_now("e1");
+  ended_now("e2");
+  ended_now("e3");
+  CHECK(windows.ended_runs() == 2);
+  CHECK(!answers("e1")); // the oldest left
+  REQUIRE(answers("e3"));
+  CHECK(answers("e3")->done);
+  log_committed pruned;
+  pruned.pruned = {"e2"};
+  windows.on_committed(pruned);
+  CHECK(!answers("e2"));
+  CHECK(windows.ended_runs() == 1);
+
+  ended_now("e4", std::string(2500, '1'));
+  log_committed live{{"r1"}, {"s"}, {run_tail{"r1", 1, 1, {std::string(900, 'x')}, "d"}}, {}, {}};
+  windows.on_committed(live); // over the total: the ended run with the big result leaves, not the live one
+  CHECK(answers("r1"));
+  CHECK(!answers("e3")); // the oldest first
+  CHECK(!answers("e4"));
+  CHECK(windows.bytes() <= 3000);
+
+  // An end whose counts say the window missed part of the run, and an end
+  // of a run no notice told anything of: the log answers both.
+  log_committed skewed{{"r1"}, {"s"}, {}, {run_ending{"r1", 2, 2, "complete", false, "", false, ""}}, {}};
+  windows.on_committed(skewed);
+  CHECK(!answers("r1"));
+  log_committed unknown{{"r9"}, {"s"}, {}, {run_ending{"r9", 3, 3, "complete", false, "", false, ""}}, {}};
+  windows.on_committed(unknown);
+  CHECK(!answers("r9"));
+}
+
 TEST_CASE("run windows: a run touched without a tail, or past the total bound, has no window", "[run_windows]") {
   live_run run;
   run_windows windows(run_windows::limits{1000, 1500});
@@ -116,7 +224,7 @@ TEST_CASE("run windows: a run touched without a tail, or past the total bound, h
   auto first = run.commit();
   windows.on_committed(first);
   CHECK(windows.answer(output_query{"r1", 0, 0, false, 0}));
-  log_committed end{{"r1"}, {"s1"}, {}}; // its end, say
+  log_committed end{{"r1"}, {"s1"}, {}, {}, {}}; // a big end, say
   windows.on_committed(end);
   CHECK(!windows.answer(output_query{"r1", 1, 1, false, 0}));
   CHECK(windows.bytes() == 0);
@@ -172,16 +280,36 @@ TEST_CASE_METHOD(hub_on_a_log, "output hub: an up-to-date long-poll waits withou
   CHECK(port.reads.empty());
 }
 
+TEST_CASE_METHOD(hub_on_a_log, "output hub: the poll and the subscriber that see a run end are answered "
+                               "without a read", "[output_hub]") {
+  delta("a");
+  commit();
+  follow_run(1, "r1");
+  drain(1);
+  hub.long_poll(to(2), requests::get_output{"r1", 1, 1, false, 5000});
+  delta("b");
+  hub.on_committed(end("complete", R"({"final_response": "ab"})", {}));
+  CHECK(port.reads.empty());
+  REQUIRE(port.responses.size() == 1);
+  CHECK(port.responses[0].second == read_line(1, 1));
+  REQUIRE(port.lines_of(1).size() == 2);
+  CHECK(port.lines_of(1)[1] == read_line(1, 1));
+  CHECK(port.ended == std::vector<int64_t>{1}); // its stream ends with the run
+  auto plain = hub.answer_from_window(requests::get_output{"r1", 1, 1, false, 0});
+  REQUIRE(plain);
+  CHECK(*plain == read_line(1, 1));
+}
+
 TEST_CASE_METHOD(hub_on_a_log, "output hub: what a window cannot answer is read", "[output_hub]") {
-  SECTION("a run whose end was committed") {
+  SECTION("a run whose end was committed untold") {
     delta("a");
     commit();
-    hub.on_committed(log_committed{{"r1"}, {"s1"}, {}});
+    hub.on_committed(log_committed{{"r1"}, {"s1"}, {}, {}, {}});
     follow_run(1, "r1");
     CHECK(port.reads.size() == 1);
   }
   SECTION("cursors before the window's start, and the whole output of a run seen from the middle") {
-    hub.on_committed(log_committed{{"r1"}, {"s1"}, {run_tail{"r1", 5, 9, {"x"}, "d"}}}); // seen from delta 4 on
+    hub.on_committed(log_committed{{"r1"}, {"s1"}, {run_tail{"r1", 5, 9, {"x"}, "d"}}, {}, {}}); // from delta 4 on
     follow_run(1, "r1", 0, 0);
     hub.long_poll(to(2), requests::get_output{"r1", 5, 9, true, 5000});
     CHECK(port.reads.size() == 2);

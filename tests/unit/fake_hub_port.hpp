@@ -111,14 +111,14 @@ struct hub_fixture {
     hub.on_drained(handle::from_int(conn));
   }
   void commit(std::vector<std::string> runs, std::vector<std::string> sessions) {
-    hub.on_committed(log_committed{std::move(runs), std::move(sessions), {}});
+    hub.on_committed(log_committed{std::move(runs), std::move(sessions), {}, {}, {}});
   }
   // A commit that only appended `texts` to session s's run (kinds: 'd' a
   // delta, 'e' an event), leaving the run's counts at these.
   void commit_tail(const std::string& run_id, int64_t delta_count, int64_t event_count,
                    std::vector<std::string> texts, std::string kinds) {
     hub.on_committed(log_committed{
-      {run_id}, {"s"}, {run_tail{run_id, delta_count, event_count, std::move(texts), std::move(kinds)}}});
+      {run_id}, {"s"}, {run_tail{run_id, delta_count, event_count, std::move(texts), std::move(kinds)}}, {}, {}});
   }
   void poll(int64_t conn, const std::string& run_id, int64_t cursor, int64_t event_cursor, int64_t wait_ms) {
     hub.long_poll(to(conn), requests::get_output{run_id, cursor, event_cursor, true, wait_ms});
