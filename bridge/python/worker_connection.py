@@ -20,6 +20,16 @@ if TYPE_CHECKING:
     from worker_turn import Turn
 
 
+def wait_in_poll(sock: socket.socket) -> socket.socket:
+    """A thread blocked in recv() on a unix socket is woken whenever the peer
+    reads what this side sent (the kernel's write-space wake-up reaches every
+    sleeper on the socket): several times a turn, for nothing. One waiting in
+    poll() for input is not. With a timeout CPython polls before each call;
+    this one never expires."""
+    sock.settimeout(365 * 24 * 3600.0)
+    return sock
+
+
 class Connection:
     """The socket to the daemon, and the frames on their way to it.
 
@@ -63,7 +73,7 @@ class Connection:
     TURN_BACKLOG = 1 << 20
 
     def __init__(self, sock: socket.socket) -> None:
-        self.sock: socket.socket | None = sock
+        self.sock: socket.socket | None = wait_in_poll(sock)
         self.inbox: BinaryIO | None = sock.makefile("rb")
         self.lock = threading.RLock()
         self.cond = threading.Condition(self.lock)
@@ -362,7 +372,7 @@ class Connection:
             first = describe()
             for turn in self.turns.values():
                 turn.held = True
-            self.sock, self.inbox = sock, sock.makefile("rb")
+            self.sock, self.inbox = wait_in_poll(sock), sock.makefile("rb")
             self.queue = [(0, 0, first.pop("t"), first)]
             self.queued = frames.size_hint(first)
             self._update_full()

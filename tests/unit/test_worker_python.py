@@ -112,8 +112,42 @@ class ConnectionCase(unittest.TestCase):
         self.addCleanup(theirs.close)
         theirs.settimeout(10)
         self.conn = Connection(ours)
+        self.theirs = theirs
         self.inbox = theirs.makefile("rb")
         self.addCleanup(self.inbox.close)
+
+
+class ReadingThread(ConnectionCase):
+    """Connection: the thread that waits for the daemon's frames sleeps while
+    the daemon reads what the worker sent."""
+
+    def test_the_daemon_reading_the_workers_frames_does_not_wake_the_waiting_reader(self):
+        started = threading.Event()
+        tid: list[int] = []
+
+        def read_one() -> None:
+            tid.append(threading.get_native_id())
+            started.set()
+            self.conn.inbox.read(1)
+
+        reader = threading.Thread(target=read_one, daemon=True)
+        reader.start()
+        started.wait(10)
+        time.sleep(0.2)  # asleep in its wait
+
+        def switches() -> int:
+            with open(f"/proc/self/task/{tid[0]}/status") as f:
+                return sum(int(line.split()[1]) for line in f if line.startswith("voluntary_ctxt_switches"))
+
+        before = switches()
+        for _ in range(300):  # each read by the peer frees room on the worker's side
+            self.conn.sock.sendall(b"x")
+            self.theirs.recv(1)
+        woken = switches() - before
+        self.theirs.sendall(b"!")  # the frame it waits for
+        reader.join(10)
+        self.assertFalse(reader.is_alive())
+        self.assertLess(woken, 30)  # in recv() it is woken about once per read: ~300
 
 
 class Batching(ConnectionCase):
