@@ -40,6 +40,17 @@ struct live_run {
     tail.texts.push_back(body);
     tail.kinds.push_back('e');
   }
+  // What a streaming run writes between two commits: a few deltas (with
+  // characters JSON escapes) and now and then an event.
+  void stream_some(std::mt19937& random, int step) {
+    auto pick = [&](int n) { return static_cast<int>(random() % static_cast<unsigned>(n)); };
+    for (int i = pick(4); i >= 0; --i) {
+      if (pick(4) == 0)
+        event(R"({"event": "tool", "n": )" + std::to_string(step) + "}");
+      else
+        delta(std::string(static_cast<size_t>(pick(40)), static_cast<char>('a' + pick(26))) + "\"\n\u00e9");
+    }
+  }
   log_committed commit() {
     log.commit();
     auto counts = log.counts("r1");
@@ -95,12 +106,7 @@ TEST_CASE("run windows: every answer is the line a read of the log gives", "[run
   auto pick = [&](int n) { return static_cast<int>(random() % static_cast<unsigned>(n)); };
   int answered = 0, refused = 0;
   for (int step = 0; step < 400; ++step) {
-    for (int i = pick(4); i >= 0; --i) {
-      if (pick(4) == 0)
-        run.event(R"({"event": "tool", "n": )" + std::to_string(step) + "}");
-      else
-        run.delta(std::string(static_cast<size_t>(pick(40)), static_cast<char>('a' + pick(26))) + "\"\n\u00e9");
-    }
+    run.stream_some(random, step);
     auto told = run.commit();
     windows.on_committed(told);
     auto counts = run.log.counts("r1");
@@ -133,14 +139,8 @@ TEST_CASE("run windows: a told end is answered done as a read of the log gives i
   live_run run;
   run_windows windows(run_windows::limits{300, 1 << 20, 64}); // small: its start moves on
   std::mt19937 random(11);
-  auto pick = [&](int n) { return static_cast<int>(random() % static_cast<unsigned>(n)); };
   for (int step = 0; step < 30; ++step) {
-    for (int i = pick(4); i >= 0; --i) {
-      if (pick(4) == 0)
-        run.event(R"({"event": "tool", "n": )" + std::to_string(step) + "}");
-      else
-        run.delta(std::string(static_cast<size_t>(pick(40)), static_cast<char>('a' + pick(26))) + "\"\n");
-    }
+    run.stream_some(random, step);
     auto told = run.commit();
     windows.on_committed(told);
   }
