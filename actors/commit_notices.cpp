@@ -28,7 +28,9 @@ void commit_notices::ended(const std::string& run_id, std::optional<run_ending> 
 
 void commit_notices::tell(const std::string& run_id, char kind, const std::string& text) {
   auto* touched = entry(run_id);
-  if (!touched || !touched->whole)
+  // After its end the log drops what still comes for the run (a question
+  // settled late): so does the notice.
+  if (!touched || !touched->whole || touched->ending)
     return;
   touched->tail_bytes += text.size();
   if (touched->tail_bytes > max_tail_bytes)

@@ -29,7 +29,8 @@ public:
 
   // The run is in the next notice, with what tell() adds to it.
   void touch(const std::string& run_id) { entry(run_id); }
-  // A delta ('d') or event ('e') about to be applied.
+  // A delta ('d') or event ('e') about to be applied (none after the run's
+  // end: the log drops it).
   void tell(const std::string& run_id, char kind, const std::string& text);
   // The run was touched in a way the notice cannot tell (a big end, a
   // write held for a retry): its followers read the log.

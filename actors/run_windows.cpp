@@ -121,8 +121,11 @@ std::optional<output_reply> run_windows::answer(const output_query& q) const {
   if (q.cursor < w.delta_base || q.cursor > w.delta_count || q.event_cursor < w.event_base ||
       q.event_cursor > w.event_count || from < w.delta_base)
     return std::nullopt;
-  if (q.max_bytes > 0 && w.bytes > static_cast<size_t>(q.max_bytes))
-    return std::nullopt; // a bounded read would stop early: the log says where
+  // A bounded read that could stop early is the log's to answer: it says
+  // where. What it would take at most: each delta's text, and again,
+  // escaped (at most 6 bytes a byte), in its stream.delta event.
+  if (q.max_bytes > 0 && w.bytes * 6 + w.items.size() * 64 >= static_cast<size_t>(q.max_bytes))
+    return std::nullopt;
   storage::run_snapshot run;
   run.run_id = q.run_id;
   run.session_id = w.session_id;

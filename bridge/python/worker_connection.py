@@ -24,9 +24,10 @@ def wait_in_poll(sock: socket.socket) -> socket.socket:
     """A thread blocked in recv() on a unix socket is woken whenever the peer
     reads what this side sent (the kernel's write-space wake-up reaches every
     sleeper on the socket): several times a turn, for nothing. One waiting in
-    poll() for input is not. With a timeout CPython polls before each call;
-    this one never expires."""
-    sock.settimeout(365 * 24 * 3600.0)
+    poll() for input is not. With a timeout CPython polls before each call.
+    This one (24 days; poll() takes at most 2^31 ms) outlasts any silence of
+    an attached daemon, whose heartbeat comes every few seconds."""
+    sock.settimeout(24 * 24 * 3600.0)
     return sock
 
 

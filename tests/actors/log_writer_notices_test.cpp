@@ -67,7 +67,8 @@ CAF_TEST(a runs small end is told with its counts and its last output and a big 
   heard->clear();
   delta("r1", "b");
   caf::anon_send(writer, run_end{"r1", "complete", R"({"final_response": "ab"})", false, "", 200.0});
-  deliver(); // the delta and the end in one transaction
+  caf::anon_send(writer, run_event{"r1", R"({"event": "approval.resolved"})", 200.5}); // late: the log drops it
+  deliver(); // the delta, the end and the late event in one transaction
   CAF_REQUIRE_EQUAL(heard->size(), 1u);
   const auto& told = heard->back();
   CAF_REQUIRE_EQUAL(told.tails.size(), 1u);
@@ -85,6 +86,7 @@ CAF_TEST(a runs small end is told with its counts and its last output and a big 
   auto run = committed_run("r1");
   CAF_REQUIRE(run);
   CAF_CHECK_EQUAL(run->status, "complete");
+  CAF_CHECK_EQUAL(run->events.size(), 2u); // the two deltas' stream.delta, not the late event
 
   CAF_REQUIRE(open_run("r2", "s1"));
   heard->clear();

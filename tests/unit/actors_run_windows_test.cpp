@@ -217,6 +217,22 @@ TEST_CASE("run windows: ended runs are kept up to their number and leave first f
   CHECK(!answers("r9"));
 }
 
+TEST_CASE("run windows: a bounded read the log would cut is left to the log", "[run_windows]") {
+  live_run run;
+  run_windows windows(run_windows::limits{});
+  for (int i = 0; i < 2000; ++i) // 2 kB of text; about 80 kB of stream.delta events
+    run.delta("a");
+  auto told = run.commit();
+  windows.on_committed(told);
+  auto cut = run.reader.read_run("r1", 0, 0, 50'000);
+  REQUIRE(cut);
+  REQUIRE(cut->cut);
+  CHECK(!windows.answer(output_query{"r1", 0, 0, false, 50'000}));
+  auto whole = windows.answer(output_query{"r1", 0, 0, false, 1 << 20}); // no cut: answered as a read gives
+  REQUIRE(whole);
+  CHECK(whole->line == run.read(output_query{"r1", 0, 0, false, 0}).line);
+}
+
 TEST_CASE("run windows: a run touched without a tail, or past the total bound, has no window", "[run_windows]") {
   live_run run;
   run_windows windows(run_windows::limits{1000, 1500});
