@@ -15,15 +15,25 @@ commit_notices::touched_run* commit_notices::entry(const std::string& run_id) {
   return &added;
 }
 
-void commit_notices::ended(const std::string& run_id, std::optional<run_ending> ending) {
+void commit_notices::ended(const std::string& run_id, std::optional<storage::log_writer::run_counts> counts,
+                           const std::string& status, const std::optional<std::string>& result,
+                           const std::optional<std::string>& error) {
   auto* touched = entry(run_id);
   session_of_run_.erase(run_id); // its entry in touched_ carries the session
   if (!touched)
     return;
-  if (touched->whole && ending)
-    touched->ending = std::move(ending);
-  else
-    untold(run_id);
+  size_t size = (result ? result->size() : 0) + (error ? error->size() : 0);
+  if (!touched->whole || !counts || size > max_tail_bytes)
+    return untold(run_id);
+  run_ending& out = touched->ending.emplace();
+  out.run_id = run_id;
+  out.delta_count = counts->deltas;
+  out.event_count = counts->events;
+  out.status = status;
+  if ((out.has_result = result.has_value()))
+    out.result = *result;
+  if ((out.has_error = error.has_value()))
+    out.error = *error;
 }
 
 void commit_notices::tell(const std::string& run_id, char kind, const std::string& text) {

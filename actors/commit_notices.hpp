@@ -23,9 +23,14 @@ public:
   // The run's session, known from its opening (or its taking up again)
   // until its end.
   void opened(const std::string& run_id, const std::string& session_id) { session_of_run_[run_id] = session_id; }
-  // Its end, about to be applied: told (`ending`, none when too big to
-  // tell) when the rest of the run in this transaction was told too.
-  void ended(const std::string& run_id, std::optional<run_ending> ending);
+  // Its end, about to be applied, with the run's counts (none: the log does
+  // not know it) and how it ends. Told when the rest of the run in this
+  // transaction was told too and its result and error fit the bound: those
+  // are copied (the close operation owns the originals until the commit),
+  // so nothing big is held twice.
+  void ended(const std::string& run_id, std::optional<storage::log_writer::run_counts> counts,
+             const std::string& status, const std::optional<std::string>& result,
+             const std::optional<std::string>& error);
 
   // The run is in the next notice, with what tell() adds to it.
   void touch(const std::string& run_id) { entry(run_id); }

@@ -249,28 +249,6 @@ caf::result<storage::continued_run> continue_run(writer_actor* self, const run_c
   return std::move(*continued);
 }
 
-// The run's end for its commit's notice. A result and an error under the
-// notice's bound are copied (the operation owns the originals until the
-// commit); a bigger end is left untold, so nothing big is held twice.
-std::optional<run_ending> ending_of(writer_state& st, const std::string& run_id, const std::string& status,
-                                    const std::optional<std::string>& result,
-                                    const std::optional<std::string>& error) {
-  auto counts = st.batches->log().counts(run_id);
-  size_t size = (result ? result->size() : 0) + (error ? error->size() : 0);
-  if (!counts || size > commit_notices::max_tail_bytes)
-    return std::nullopt;
-  run_ending out;
-  out.run_id = run_id;
-  out.delta_count = counts->deltas;
-  out.event_count = counts->events;
-  out.status = status;
-  if ((out.has_result = result.has_value()))
-    out.result = *result;
-  if ((out.has_error = error.has_value()))
-    out.error = *error;
-  return out;
-}
-
 caf::result<bool> end_run(writer_actor* self, run_end& end) {
   auto& st = self->state;
   const std::string& run_id = end.run_id;
@@ -289,7 +267,7 @@ caf::result<bool> end_run(writer_actor* self, run_end& end) {
     status = "error"; // its output is not whole: never `complete`
     error = std::move(cut);
   }
-  st.notices.ended(run_id, ending_of(st, run_id, status, result, error));
+  st.notices.ended(run_id, st.batches->log().counts(run_id), status, result, error);
   return apply_then_confirm(
     self, log_operations::close_run(run_id, std::move(status), std::move(result), std::move(error), end.ended_at),
     true, bytes, &run_id);
