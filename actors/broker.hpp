@@ -5,6 +5,7 @@
 // clients' answers to them likewise.
 #pragma once
 
+#include "actors/shared_run_windows.hpp"
 #include "actors/vocabulary.hpp"
 #include "bridge/agent_host.hpp"
 #include "storage/finished_runs.hpp"
@@ -119,6 +120,9 @@ struct broker_links {
   std::vector<caf::actor> readers;
   // Finished runs in memory: their tail reads are answered without a hop.
   std::shared_ptr<storage::finished_run_cache> finished;
+  // Live runs' last output, kept by the writer: polls are answered from
+  // there (none: the broker makes its own, which nothing fills).
+  std::shared_ptr<shared_run_windows> windows;
   std::function<void()> request_stop; // the `shutdown` action
   session_spawner spawn_session;       // empty: the daemon's own sessions
 };

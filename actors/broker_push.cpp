@@ -84,8 +84,11 @@ private:
 void start_output_hub(broker_actor* self) {
   auto& st = self->state;
   st.hub_port = std::make_unique<broker_port>(self);
+  if (!st.links.windows)
+    st.links.windows = std::make_shared<shared_run_windows>();
   st.hub = std::make_unique<output_hub>(
-    *st.hub_port, output_hub::limits{st.settings->subscriber_buffer_bytes, st.settings->subscriber_stall});
+    *st.hub_port, output_hub::limits{st.settings->subscriber_buffer_bytes, st.settings->subscriber_stall},
+    *st.links.windows);
 }
 
 void on_request(broker_actor* self, const reply_to& to, requests::get_output& r) {

@@ -187,9 +187,10 @@ void on_request(broker_actor* self, const reply_to& to, requests::health&) {
     health.pending_questions = static_cast<int64_t>(st.open_questions);
     health.connections = count(st.connections.size());
     health.subscribers = count(st.hub->size());
-    health.window_runs = count(st.hub->windows().runs() - st.hub->windows().ended_runs());
-    health.window_ended_runs = count(st.hub->windows().ended_runs());
-    health.window_bytes = count(st.hub->windows().bytes());
+    auto windows = st.links.windows->size();
+    health.window_runs = count(windows.live_runs);
+    health.window_ended_runs = count(windows.ended_runs);
+    health.window_bytes = count(windows.bytes);
     health.pending_request_bytes = static_cast<int64_t>(st.held_bytes);
     health.queued_answer_bytes = static_cast<int64_t>(st.queued_bytes);
     health.log_bytes = file_bytes(st.settings->db_path) + file_bytes(st.settings->db_path + "-wal");

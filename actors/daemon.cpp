@@ -8,6 +8,7 @@
 #include "actors/questions.hpp"
 #include "actors/run.hpp"
 #include "actors/session_messages.hpp"
+#include "actors/shared_run_windows.hpp"
 #include "actors/studio_messages.hpp"
 #include "bridge/agent_hosting.hpp"
 #include "storage/finished_runs.hpp"
@@ -191,7 +192,8 @@ int serve(const daemon_settings& settings, int listen_fd, std::shared_ptr<storag
   retention.policy.max_bytes = settings.retain_mb * 1024 * 1024;
   retention.interval = settings.prune_interval;
   auto finished = std::make_shared<storage::finished_run_cache>(settings.finished_cache_bytes);
-  auto writer = spawn_log_writer(sys, std::move(log), retention, finished);
+  auto windows = std::make_shared<shared_run_windows>();
+  auto writer = spawn_log_writer(sys, std::move(log), retention, finished, windows);
   // Held: between commits the checkpointer has no timer pending, and an actor
   // nobody references is gone (the next commit could not wake it).
   auto checkpointer = spawn_log_checkpointer(sys, settings.db_path, std::chrono::milliseconds(1000));
@@ -202,6 +204,7 @@ int serve(const daemon_settings& settings, int listen_fd, std::shared_ptr<storag
   for (size_t i = 0; i < std::max<size_t>(1, settings.readers); ++i)
     links.readers.push_back(spawn_log_reader(sys, settings.db_path, finished));
   links.finished = finished;
+  links.windows = windows;
   links.request_stop = request_stop;
   auto broker = spawn_broker(sys, listen_on(listen_fd), shared, links, dormant);
   auto death = std::make_shared<actor_death>();

@@ -33,6 +33,7 @@ struct retention_settings {
 };
 
 class run_output;
+class shared_run_windows;
 
 // Output that went through the log actors, in bytes (written or read): the
 // checkpointer hands freed memory back once much has gone through and the
@@ -56,10 +57,12 @@ void send_run_deltas(const caf::actor& writer, const std::string& run_id, run_ou
 // Appends are applied as they arrive and committed once the mailbox runs dry
 // or the batch is large, so one streaming run commits every delta at once
 // and many runs share each commit. `finished`: runs it prunes are dropped
-// from there.
+// from there. `windows` (may be null): kept up to date at each commit, and
+// the watcher (log_watch) is told a commit only while they say it follows.
 caf::actor spawn_log_writer(caf::actor_system& sys, std::shared_ptr<storage::log_writer> log,
                             const retention_settings& retention,
                             std::shared_ptr<storage::finished_run_cache> finished,
+                            std::shared_ptr<shared_run_windows> windows,
                             spawn_mode mode = spawn_mode::detached);
 
 // Moves the WAL into the database file every `period`, so the

@@ -1,9 +1,9 @@
 // The log writer: the only actor that writes the event log. It applies what
 // it is sent as it arrives and commits once its mailbox ahead of the commit
 // is applied (group commit), answers those who wait for their rows to be
-// durable, tells the watcher what each commit touched, and prunes by the
-// retention limits in small steps between appends. The transactions and
-// what a failed write holds back: log_batches.hpp.
+// durable, keeps the run windows and tells the watcher of commits while it
+// follows (shared_run_windows.hpp), and prunes by the retention limits in
+// small steps between appends. Transactions, failed writes: log_batches.hpp.
 #include "actors/commit_notices.hpp"
 #include "actors/daemon_log.hpp"
 #include "actors/errors.hpp"
@@ -12,6 +12,7 @@
 #include "actors/log_messages.hpp"
 #include "actors/log_operations.hpp"
 #include "actors/run_output.hpp"
+#include "actors/shared_run_windows.hpp"
 #include "actors/vocabulary.hpp"
 #include "storage/finished_runs.hpp"
 #include "storage/log_writer.hpp"
@@ -47,8 +48,10 @@ struct writer_state {
   std::vector<confirmation> after_commit;
   bool commit_queued = false;
   // Who hears about each commit (the broker, for long-polls and
-  // subscriptions), and what the pending batch touched.
+  // subscriptions), the windows kept for it, and what the pending batch
+  // touched.
   caf::actor listener;
+  std::shared_ptr<shared_run_windows> windows;
   commit_notices notices;
   // Numbered output (a worker's frames) in the pending batch: per run, its
   // queue and the highest number applied, told to the queue once committed.
@@ -58,11 +61,18 @@ struct writer_state {
 
 using writer_actor = caf::stateful_actor<writer_state>;
 
+void tell(writer_actor* self, log_committed& notice) {
+  auto& st = self->state;
+  if (st.windows && !st.windows->committed(notice)) // (it takes the texts: the hub wants the runs)
+    return; // nobody follows: the windows were all the broker needed
+  if (st.listener)
+    self->send(st.listener, std::move(notice));
+}
+
 void publish(writer_actor* self) {
   auto& st = self->state;
-  auto notice = st.notices.take([&](const std::string& run) { return st.batches->log().counts(run); });
-  if (notice && st.listener)
-    self->send(st.listener, std::move(*notice));
+  if (auto notice = st.notices.take([&](const std::string& run) { return st.batches->log().counts(run); }))
+    tell(self, *notice);
 }
 
 // Everything waiting for a commit is written: its callers go on, and the
@@ -144,8 +154,6 @@ log_batches::applied apply(writer_actor* self, log_batches::operation op, size_t
   }
   return outcome;
 }
-
-void untold_unless_written(writer_actor* self, const std::string& run_id, log_batches::applied outcome);
 
 // `told_run`: the run the notices tell of this operation (its end).
 caf::result<bool> apply_then_confirm(writer_actor* self, log_batches::operation op, bool survives_failure,
@@ -317,10 +325,10 @@ void prune_step(writer_actor* self) {
   if (st.finished)
     for (const auto& run_id : pruned)
       st.finished->forget(run_id);
-  if (!pruned.empty() && st.listener) { // (the hub keeps the ends of recent runs)
+  if (!pruned.empty()) { // (the windows keep the ends of recent runs)
     log_committed notice;
     notice.pruned = std::move(pruned);
-    self->send(st.listener, std::move(notice));
+    tell(self, notice);
   }
   if (more)
     self->send(self, prune_due{});
@@ -330,10 +338,12 @@ void prune_step(writer_actor* self) {
 
 caf::behavior log_writer_actor(writer_actor* self, std::shared_ptr<storage::log_writer> log,
                                retention_settings retention,
-                               std::shared_ptr<storage::finished_run_cache> finished) {
+                               std::shared_ptr<storage::finished_run_cache> finished,
+                               std::shared_ptr<shared_run_windows> windows) {
   self->state.batches = std::make_unique<log_batches>(std::move(log));
   self->state.retention = retention;
   self->state.finished = std::move(finished);
+  self->state.windows = std::move(windows);
   self->send(self, prune_due{});
   return {
     // -- writing -----------------------------------------------------------
@@ -379,10 +389,12 @@ caf::behavior log_writer_actor(writer_actor* self, std::shared_ptr<storage::log_
 
 caf::actor spawn_log_writer(caf::actor_system& sys, std::shared_ptr<storage::log_writer> log,
                             const retention_settings& retention,
-                            std::shared_ptr<storage::finished_run_cache> finished, spawn_mode mode) {
+                            std::shared_ptr<storage::finished_run_cache> finished,
+                            std::shared_ptr<shared_run_windows> windows, spawn_mode mode) {
   if (mode == spawn_mode::scheduled)
-    return sys.spawn(log_writer_actor, std::move(log), retention, std::move(finished));
-  return sys.spawn<caf::detached>(log_writer_actor, std::move(log), retention, std::move(finished));
+    return sys.spawn(log_writer_actor, std::move(log), retention, std::move(finished), std::move(windows));
+  return sys.spawn<caf::detached>(log_writer_actor, std::move(log), retention, std::move(finished),
+                                  std::move(windows));
 }
 
 } // namespace hb::actors

@@ -9,6 +9,7 @@
 namespace hb::actors {
 
 uint64_t output_hub::add(watcher w) {
+  windows_.following(true); // before the watcher's first look (shared_run_windows.hpp)
   uint64_t key = ++next_key_;
   watchers_.emplace(key, std::move(w));
   return key;
@@ -96,7 +97,7 @@ void output_hub::subscribe(const reply_to& to, const requests::subscribe& r) {
 void output_hub::on_current_run(uint64_t key, const std::string& run_id) {
   auto it = watchers_.find(key);
   // A commit may have started it on a run already.
-  if (it != watchers_.end() && it->second.run_id.empty() && !run_id.empty())
+  if (it != watchers_.end() && it->second.run_id.empty() && !run_id.empty() && run_id != it->second.ended_run)
     follow_run(key, run_id);
 }
 
@@ -190,7 +191,7 @@ bool output_hub::answer_stream(uint64_t key, watcher& w, output_reply& r) {
       out_.end_stream(h);
       return false;
     }
-    w.run_id.clear(); // a session stream waits for the session's next run
+    w.ended_run = std::exchange(w.run_id, std::string()); // a session stream waits for the session's next run
     if (!w.next_run.empty())
       follow_run(key, std::exchange(w.next_run, std::string()));
     return false;
@@ -208,13 +209,14 @@ bool output_hub::answer_stream(uint64_t key, watcher& w, output_reply& r) {
 }
 
 void output_hub::on_committed(log_committed touched) {
+  if (watchers_.empty())
+    return windows_.following(false); // the writer stops telling commits until a watcher comes
   // Runs this commit only appended to (each has a tail; an end or a retried
   // write has none): a subscriber holding news back for its client reads
   // them once the client has taken its line (on_drained), not at every commit.
   std::unordered_set<std::string> appended;
   for (const auto& tail : touched.tails)
     appended.insert(tail.run_id);
-  windows_.on_committed(touched);
   std::unordered_set<std::string> runs;
   std::unordered_map<std::string, std::string> run_of_session;
   for (size_t i = 0; i < touched.runs.size() && i < touched.sessions.size(); ++i) {
@@ -229,7 +231,7 @@ void output_hub::on_committed(log_committed touched) {
         to_read.push_back(key);
     } else if (w.what == watcher::kind::session_stream) {
       auto found = run_of_session.find(w.session_id);
-      if (found == run_of_session.end() || found->second == w.run_id)
+      if (found == run_of_session.end() || found->second == w.run_id || found->second == w.ended_run)
         continue;
       if (w.run_id.empty())
         to_follow.emplace_back(key, found->second);

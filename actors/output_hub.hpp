@@ -2,9 +2,10 @@
 // subscriptions to a run or a session. The log writer reports each commit's
 // runs; every watcher of such a run re-reads from its own cursors, so what a
 // client receives is exactly what was committed after what it already had.
-// A watcher whose cursors fall in the last stretch of its run that the
-// commits' notices told is answered from memory instead (run_windows.hpp):
-// the same line a read would give, without the read.
+// A watcher whose cursors fall in the last stretch of its run that the log
+// writer keeps in memory is answered from there instead
+// (shared_run_windows.hpp): the same line a read would give, without the
+// read. The hub only reads those windows; the writer keeps them.
 //
 // The hub is plain C++ owned by the broker, not an actor: it holds the
 // watchers and decides when to read, what to send and when a watcher is
@@ -16,7 +17,7 @@
 #include "actors/log_messages.hpp"
 #include "actors/reply_to.hpp"
 #include "actors/requests.hpp"
-#include "actors/run_windows.hpp"
+#include "actors/shared_run_windows.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -37,6 +38,10 @@ struct watcher {
   std::string run_id;     // the run being followed; empty while a session idles
   std::string session_id; // session streams
   std::string next_run;   // session streams: started while the previous run was finishing
+  // Session streams: the run they saw end. The windows can show an end
+  // before the broker has the notices of the commits ahead of it, so
+  // later notices (or a late answer of the session) may still name it.
+  std::string ended_run;
   int64_t cursor = 0;
   int64_t event_cursor = 0;
   bool include_output = true;
@@ -80,7 +85,6 @@ public:
   struct limits {
     uint64_t subscriber_buffer_bytes = 8u << 20; // --subscriber-buffer-bytes
     std::chrono::milliseconds subscriber_stall{30'000}; // --subscriber-stall-ms
-    run_windows::limits windows{};
   };
 
   // What one read for a subscriber takes at most, of deltas and of events
@@ -90,7 +94,7 @@ public:
   // the daemon held several copies of them).
   static constexpr int64_t stream_read_bytes = 1 << 20;
 
-  output_hub(port& out, limits lim) : out_(out), limits_(lim), windows_(lim.windows) {}
+  output_hub(port& out, limits lim, shared_run_windows& windows) : out_(out), limits_(lim), windows_(windows) {}
   output_hub(const output_hub&) = delete;
   output_hub& operator=(const output_hub&) = delete;
 
@@ -110,6 +114,7 @@ public:
   void on_read_failed(uint64_t key, std::string error_line);
   // The session's running run when it was asked; empty when it idles.
   void on_current_run(uint64_t key, const std::string& run_id);
+  // A commit the writer told (it has brought the windows up to date by then).
   void on_committed(log_committed touched);
   // Answers the long-polls whose wait is over; `when`: the time the timer
   // was armed for (a timer armed before an earlier one is left alone).
@@ -127,7 +132,6 @@ public:
 
   size_t size() const { return watchers_.size(); }
   size_t deadlines() const { return deadlines_.size(); }
-  const run_windows& windows() const { return windows_; }
 
 private:
   uint64_t add(watcher w);
@@ -146,7 +150,7 @@ private:
   limits limits_;
   std::unordered_map<uint64_t, watcher> watchers_;
   uint64_t next_key_ = 0;
-  run_windows windows_;
+  shared_run_windows& windows_;
   std::multimap<steady_time, uint64_t> deadlines_; // long-polls' deadlines -> their keys
   steady_time armed_ = steady_time::max();         // when the one timer is due; max: none
 };

@@ -1,7 +1,7 @@
-// The last stretch of each live run's committed output, kept by the output
-// hub from the commits' notices (run_tail), so that a long-poll or a
-// subscriber that is up to date is answered from memory when the next
-// commit lands. A run whose end was told (run_ending) keeps its window a
+// The last stretch of each live run's committed output, kept by the log
+// writer from the commits' notices (run_tail; shared with the broker by
+// shared_run_windows.hpp), so that a poll, a long-poll or a subscriber that
+// is up to date is answered from memory when the next commit lands. A run whose end was told (run_ending) keeps its window a
 // while, done, for the poll that sees it end. Each answer is the line a
 // read of the log at the same cursors gives, built by the same code. What a
 // window cannot answer (cursors before its start or past its end, a run

@@ -63,12 +63,22 @@ session_view view_of(const session_state& st) {
 }
 
 void persist(session_actor* self) {
+  announce(self);
+  save_row(self);
+}
+
+void announce(session_actor* self) {
+  auto& st = self->state;
+  if (st.listed)
+    self->send(st.links.broker, session_activity{st.id, st.profile.empty() ? "default" : st.profile,
+                                                 st.busy() && st.now != phase::destroyed});
+}
+
+void save_row(session_actor* self) {
   auto& st = self->state;
   if (!st.listed)
     return;
   bool destroyed = st.now == phase::destroyed;
-  self->send(st.links.broker, session_activity{st.id, st.profile.empty() ? "default" : st.profile,
-                                               st.busy() && !destroyed});
   bool with_history = st.history && st.history_unsaved;
   st.history_unsaved = false;
   self->send(st.links.writer, session_put{{st.id, st.created_at, st.last_used_at, st.config,

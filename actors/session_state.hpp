@@ -98,6 +98,9 @@ void enter(session_actor* self, phase p);
 void settle(session_actor* self);
 // Tells the broker (listing, profile gates) and the log what the session is now.
 void persist(session_actor* self);
+// persist's two halves: the broker's, and the log's (the session's row).
+void announce(session_actor* self);
+void save_row(session_actor* self);
 // The session was destroyed and nothing it started is left: it goes.
 void finish_destroy(session_actor* self);
 session_view view_of(const session_state& st);

@@ -32,18 +32,20 @@ void deliver_result(session_actor* self, const std::string& run_id, caf::respons
 void start_run(session_actor* self, chat_plan plan, std::string request, caf::response_promise rp) {
   std::string run_id = new_id();
   double started = now_seconds();
+  // The row goes ahead of the opening: most often both share a commit.
+  self->state.last_used_at = started;
+  save_row(self);
   self->request(self->state.links.writer, caf::infinite,
                 run_opening{run_id, self->state.id, started, plan.user_message})
     .then(
       [=](bool) mutable {
         auto& st = self->state;
         st.run_id = run_id;
-        st.last_used_at = started;
         if (st.now == phase::destroyed)
           st.before = phase::running; // it ends the run it began, then goes
         else
           enter(self, phase::running);
-        persist(self);
+        announce(self);
         if (plan.wait) {
           st.waiting.emplace(run_id, rp);
           if (plan.timeout > 0)

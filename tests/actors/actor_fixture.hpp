@@ -20,6 +20,7 @@
 #include "actors/responses.hpp"
 #include "actors/run.hpp"
 #include "actors/session_messages.hpp"
+#include "actors/shared_run_windows.hpp"
 #include "actors/studio_messages.hpp"
 #include "storage/finished_runs.hpp"
 #include "storage/log_reader.hpp"
@@ -167,7 +168,7 @@ public:
   }
 
   caf::actor spawn_writer(const actors::retention_settings& retention = quiet_retention()) {
-    auto writer = keep(actors::spawn_log_writer(sys, log, retention, finished, actors::spawn_mode::scheduled));
+    auto writer = keep(actors::spawn_log_writer(sys, log, retention, finished, windows, actors::spawn_mode::scheduled));
     deliver(); // its first retention step
     return writer;
   }
@@ -204,6 +205,9 @@ public:
   std::shared_ptr<storage::log_writer> log =
     std::make_shared<storage::log_writer>(db.path, storage::writer_options{"NORMAL", false});
   std::shared_ptr<storage::finished_run_cache> finished = std::make_shared<storage::finished_run_cache>(1u << 20);
+  // The run windows the writer keeps (none unless a test sets them before
+  // spawn_writer: then the watcher hears of commits only while they follow).
+  std::shared_ptr<actors::shared_run_windows> windows;
 };
 
 } // namespace hb::test

@@ -7,6 +7,8 @@
 
 #include "actors/run_output.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 
 using namespace hb::actors;
@@ -115,6 +117,32 @@ CAF_TEST(output written again by a retry is told without a tail) {
   auto run = committed_run("r1");
   CAF_REQUIRE(run);
   CAF_CHECK_EQUAL(run->deltas, texts);
+}
+
+CAF_TEST(a writer that keeps the run windows tells commits only while they follow) {
+  windows = std::make_shared<shared_run_windows>();
+  writer = spawn_writer();
+  auto heard = watch(writer);
+  CAF_REQUIRE(open_run("r1", "s1"));
+  delta("r1", "a");
+  deliver();
+  CAF_CHECK(heard->empty()); // a run only polled: nothing to wake
+  auto polled = windows->answer(output_query{"r1", 0, 0, true, 0});
+  CAF_REQUIRE(polled);
+  auto line = nlohmann::json::parse(polled->line);
+  CAF_CHECK_EQUAL(line["output"], "a");
+  windows->following(true);
+  delta("r1", "b");
+  deliver();
+  CAF_REQUIRE_EQUAL(heard->size(), 1u);
+  CAF_CHECK_EQUAL(heard->back().runs, (std::vector<std::string>{"r1"}));
+  CAF_CHECK_EQUAL(windows->answer(output_query{"r1", 1, 1, false, 0})->cursor, 2); // in the windows before the notice
+  windows->following(false);
+  CAF_REQUIRE(end_run("r1"));
+  CAF_CHECK_EQUAL(heard->size(), 1u);
+  auto ended = windows->answer(output_query{"r1", 2, 2, false, 0});
+  CAF_REQUIRE(ended);
+  CAF_CHECK(ended->done);
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -29,6 +29,7 @@ caf::behavior fake_writer(caf::event_based_actor* self, std::shared_ptr<session_
   return {
     [=](const run_opening& o) {
       w->opened_runs.push_back(o.run_id);
+      w->puts_at_opening.push_back(w->puts.size());
       auto rp = self->make_response_promise();
       if (w->hold_openings)
         w->held_openings.push_back(rp);

@@ -63,6 +63,7 @@ struct session_world {
   // log
   std::vector<std::string> opened_runs;
   std::vector<storage::session_row> puts;
+  std::vector<size_t> puts_at_opening; // how many rows had come when each run opened
   bool hold_openings = false; // run_opening answered only by release_openings()
   std::vector<caf::response_promise> held_openings;
   std::string stored_history = R"([{"role": "user", "content": "before"}])";

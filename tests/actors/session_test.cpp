@@ -198,6 +198,18 @@ CAF_TEST(the log gets a history only when it changed) {
   CAF_CHECK_EQUAL(world->puts.back().history, "[]");
 }
 
+CAF_TEST(a turns row reaches the writer ahead of its opening and not again after it) {
+  auto s = session();
+  end_run(s, run_chat(s, hello));
+  auto before = world->puts.size();
+  run_chat(s, hello);
+  CAF_REQUIRE_EQUAL(world->puts_at_opening.size(), 2u);
+  CAF_CHECK_EQUAL(world->puts_at_opening.back(), before + 1); // one commit of the writer holds both
+  CAF_CHECK_EQUAL(world->puts.size(), before + 1);
+  CAF_REQUIRE(!world->activity.empty());
+  CAF_CHECK(world->activity.back().running); // the broker still learns of the run once it opened
+}
+
 CAF_TEST(a dormant session never writes back the history it read) {
   auto d = dormant("old", 2);
   run_chat(d, R"({"message": "more"})");

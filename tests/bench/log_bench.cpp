@@ -57,7 +57,7 @@ double raw_bulk_rate(const std::string& dir, int deltas) {
 // Many runs appending at once through the writer actor, as the daemon does.
 double actor_rate(caf::actor_system& sys, const std::string& dir, int runs, int deltas_per_run) {
   auto log = std::make_shared<hb::storage::log_writer>(fresh(dir, "actor.db"));
-  auto writer = hb::actors::spawn_log_writer(sys, log, {}, nullptr);
+  auto writer = hb::actors::spawn_log_writer(sys, log, {}, nullptr, nullptr);
   caf::scoped_actor self{sys};
   static int round = 0; // run ids unique across calls: each run has its queue
   std::string prefix = "round" + std::to_string(++round) + "-run";
@@ -86,7 +86,7 @@ double actor_rate(caf::actor_system& sys, const std::string& dir, int runs, int 
 std::vector<double> visibility_delays_us(caf::actor_system& sys, const std::string& dir, int deltas) {
   std::string path = fresh(dir, "latency.db");
   auto log = std::make_shared<hb::storage::log_writer>(path);
-  auto writer = hb::actors::spawn_log_writer(sys, log, {}, nullptr);
+  auto writer = hb::actors::spawn_log_writer(sys, log, {}, nullptr, nullptr);
   caf::scoped_actor self{sys};
   self->request(writer, caf::infinite, run_opening{"r", "s", 0.0, ""})
     .receive([](bool) {}, [](caf::error&) {});

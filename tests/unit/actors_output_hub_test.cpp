@@ -225,3 +225,25 @@ TEST_CASE_METHOD(hub_fixture, "output hub: a plain get_output of a live run is a
   commit({"r1"}, {"s"}); // its end (a commit without a tail): the log answers from now on
   CHECK(!hub.answer_from_window(plain(2, 3, false)));
 }
+
+TEST_CASE_METHOD(hub_fixture, "output hub: commits are told only while a watcher follows and from before its first look",
+                 "[output_hub]") {
+  auto whole = [this] { return hub.answer_from_window(requests::get_output{"r1", 0, 0, true, 0}); };
+  CHECK(!windows.following());
+  commit_tail("r1", 1, 1, {"a"}, "d"); // a run only polled: the window is kept, the hub hears nothing
+  REQUIRE(whole());
+  poll(3, "r2", 0, 0, 5000); // no window: the log is read
+  REQUIRE(port.reads.size() == 1);
+  CHECK(port.following_at_read == std::vector<bool>{true});
+  answer(0, news("L", 1, 1));
+  CHECK(hub.size() == 0);
+  CHECK(windows.following()); // until a commit finds nobody
+  commit_tail("r1", 2, 2, {"b"}, "d");
+  CHECK(!windows.following());
+  log_committed later{{"r1"}, {"s"}, {run_tail{"r1", 3, 3, {"c"}, "d"}}, {}, {}};
+  CHECK(!windows.committed(later)); // not for the hub, in the windows all the same
+  CHECK(nlohmann::json::parse(*whole())["output"] == "abc");
+  follow_run(4, "r1", 3, 3); // answered from the window: no news yet, and the hub is told again
+  CHECK(port.reads.size() == 1);
+  CHECK(windows.following());
+}

@@ -91,7 +91,7 @@ struct live_run {
 };
 
 struct hub_on_a_log : hub_fixture, live_run {
-  void commit() { hub.on_committed(live_run::commit()); }
+  void commit() { hub_fixture::commit(live_run::commit()); }
   std::string read_line(int64_t cursor, int64_t event_cursor) {
     return read(output_query{"r1", cursor, event_cursor, false, 0}).line;
   }
@@ -304,7 +304,7 @@ TEST_CASE_METHOD(hub_on_a_log, "output hub: the poll and the subscriber that see
   drain(1);
   hub.long_poll(to(2), requests::get_output{"r1", 1, 1, false, 5000});
   delta("b");
-  hub.on_committed(end("complete", R"({"final_response": "ab"})", {}));
+  hub_fixture::commit(end("complete", R"({"final_response": "ab"})", {}));
   CHECK(port.reads.empty());
   REQUIRE(port.responses.size() == 1);
   CHECK(port.responses[0].second == read_line(1, 1));
@@ -316,16 +316,41 @@ TEST_CASE_METHOD(hub_on_a_log, "output hub: the poll and the subscriber that see
   CHECK(*plain == read_line(1, 1));
 }
 
+TEST_CASE_METHOD(hub_on_a_log, "output hub: a session stream that saw its run end ahead of the notices does not "
+                               "follow it again", "[output_hub]") {
+  port.takes_at_once = true;
+  delta("a");
+  commit();
+  uint64_t key = follow_session(1, "s1");
+  hub.on_current_run(key, "r1");
+  REQUIRE(port.lines_of(1).size() == 2); // run.started, then "a" from the window
+  delta("b");
+  auto appended = live_run::commit();
+  auto ended = end("complete", R"({"final_response": "ab"})", {});
+  // The writer has kept both commits before the broker takes the first notice.
+  windows.committed(appended);
+  windows.committed(ended);
+  hub.on_committed(std::move(appended)); // the window already says done
+  hub.on_committed(std::move(ended));    // names r1 again: stale
+  hub.on_current_run(key, "r1");         // a late answer of the session: stale too
+  auto lines = port.lines_of(1);
+  REQUIRE(lines.size() == 3);
+  CHECK(lines[0] == run_started("s1", "r1"));
+  CHECK(lines[2] == read_line(1, 1));
+  CHECK(port.reads.empty());
+  CHECK(hub.size() == 1); // still following the session for its next run
+}
+
 TEST_CASE_METHOD(hub_on_a_log, "output hub: what a window cannot answer is read", "[output_hub]") {
   SECTION("a run whose end was committed untold") {
     delta("a");
     commit();
-    hub.on_committed(log_committed{{"r1"}, {"s1"}, {}, {}, {}});
+    hub_fixture::commit(log_committed{{"r1"}, {"s1"}, {}, {}, {}});
     follow_run(1, "r1");
     CHECK(port.reads.size() == 1);
   }
   SECTION("cursors before the window's start, and the whole output of a run seen from the middle") {
-    hub.on_committed(log_committed{{"r1"}, {"s1"}, {run_tail{"r1", 5, 9, {"x"}, "d"}}, {}, {}}); // from delta 4 on
+    hub_fixture::commit(log_committed{{"r1"}, {"s1"}, {run_tail{"r1", 5, 9, {"x"}, "d"}}, {}, {}}); // from delta 4 on
     follow_run(1, "r1", 0, 0);
     hub.long_poll(to(2), requests::get_output{"r1", 5, 9, true, 5000});
     CHECK(port.reads.size() == 2);

@@ -28,7 +28,9 @@ struct fake_port final : output_hub::port {
   };
 
   output_hub* hub = nullptr;
+  const shared_run_windows* windows = nullptr;
   std::vector<read_call> reads;
+  std::vector<bool> following_at_read; // whether the writer told commits when each read was asked
   std::vector<std::pair<reply_to, std::string>> responses;
   std::vector<pushed_line> pushed;
   std::vector<std::pair<int64_t, std::string>> cuts;
@@ -42,7 +44,10 @@ struct fake_port final : output_hub::port {
   bool takes_at_once = false;       // pushed lines leave at once (nothing stays unsent)
   steady_time clock = steady_time{} + std::chrono::hours(1);
 
-  void read(uint64_t key, const output_query& query) override { reads.push_back({key, query}); }
+  void read(uint64_t key, const output_query& query) override {
+    reads.push_back({key, query});
+    following_at_read.push_back(windows && windows->following());
+  }
   void respond(const reply_to& to, std::string line) override { responses.emplace_back(to, std::move(line)); }
   bool push(const watcher& w, std::string line) override {
     int64_t conn = w.to.h.id();
@@ -94,8 +99,12 @@ inline constexpr uint64_t buffer_bytes = 1000;
 
 struct hub_fixture {
   fake_port port;
-  output_hub hub{port, output_hub::limits{buffer_bytes, 30'000ms}};
-  hub_fixture() { port.hub = &hub; }
+  shared_run_windows windows; // kept here as the log writer keeps them (commit, commit_tail)
+  output_hub hub{port, output_hub::limits{buffer_bytes, 30'000ms}, windows};
+  hub_fixture() {
+    port.hub = &hub;
+    port.windows = &windows;
+  }
 
   void answer(size_t read, output_reply reply) { hub.on_read(port.reads.at(read).key, std::move(reply)); }
   // The hub's timer fires (whether or not its time has come on the fake clock).
@@ -110,14 +119,19 @@ struct hub_fixture {
     port.unsent[conn] = 0;
     hub.on_drained(handle::from_int(conn));
   }
+  // The writer's part of a commit, then the hub's (told only while it follows).
+  void commit(log_committed notice) {
+    if (windows.committed(notice))
+      hub.on_committed(std::move(notice));
+  }
   void commit(std::vector<std::string> runs, std::vector<std::string> sessions) {
-    hub.on_committed(log_committed{std::move(runs), std::move(sessions), {}, {}, {}});
+    commit(log_committed{std::move(runs), std::move(sessions), {}, {}, {}});
   }
   // A commit that only appended `texts` to session s's run (kinds: 'd' a
   // delta, 'e' an event), leaving the run's counts at these.
   void commit_tail(const std::string& run_id, int64_t delta_count, int64_t event_count,
                    std::vector<std::string> texts, std::string kinds) {
-    hub.on_committed(log_committed{
+    commit(log_committed{
       {run_id}, {"s"}, {run_tail{run_id, delta_count, event_count, std::move(texts), std::move(kinds)}}, {}, {}});
   }
   void poll(int64_t conn, const std::string& run_id, int64_t cursor, int64_t event_cursor, int64_t wait_ms) {

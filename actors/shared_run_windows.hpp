@@ -1,0 +1,62 @@
+// The run windows (run_windows.hpp) as the log writer and the broker share
+// them: the writer brings them up to date at each commit, on its own thread,
+// and the broker answers polls from them. A client that only polls (Studio
+// asks every 100 ms) then costs no commit notice: the writer tells the
+// broker a commit only while the broker has long-polls or subscribers to
+// wake (`following`). Before, every commit woke the broker (about six a
+// turn) just to bring its windows up to date.
+//
+// Why no follower misses a commit: the broker sets `following` before it
+// looks for a new follower's news (in these windows or in the log) and
+// clears it only while it has no follower; the writer updates the windows
+// first and reads `following` after. A commit the broker's look did not
+// see took the lock after it, so its read of the flag comes after the
+// broker set it.
+#pragma once
+
+#include "actors/run_windows.hpp"
+
+#include <atomic>
+#include <mutex>
+
+namespace hb::actors {
+
+class shared_run_windows {
+public:
+  explicit shared_run_windows(run_windows::limits lim = {}) : windows_(lim) {}
+
+  // The writer, after a commit (its notice's texts are taken): whether the
+  // broker needs the notice too.
+  bool committed(log_committed& touched) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      windows_.on_committed(touched);
+    }
+    return following_.load();
+  }
+
+  std::optional<output_reply> answer(const output_query& q) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return windows_.answer(q);
+  }
+
+  // The broker: true before it looks for a new follower's news; false once
+  // it has none.
+  void following(bool yes) { following_.store(yes); }
+  bool following() const { return following_.load(); }
+
+  struct sizes {
+    size_t live_runs = 0, ended_runs = 0, bytes = 0;
+  };
+  sizes size() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return {windows_.runs() - windows_.ended_runs(), windows_.ended_runs(), windows_.bytes()};
+  }
+
+private:
+  mutable std::mutex mu_;
+  run_windows windows_;
+  std::atomic<bool> following_{false};
+};
+
+} // namespace hb::actors
