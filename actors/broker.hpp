@@ -5,7 +5,6 @@
 // clients' answers to them likewise.
 #pragma once
 
-#include "actors/shared_run_windows.hpp"
 #include "actors/vocabulary.hpp"
 #include "bridge/agent_host.hpp"
 #include "storage/finished_runs.hpp"
@@ -23,6 +22,8 @@
 #include <vector>
 
 namespace hb::actors {
+
+class shared_run_windows; // shared_run_windows.hpp: only its users need the lock and the windows
 
 // main -> broker: stop accepting, drain the sessions; answered true when done.
 struct broker_stop {
