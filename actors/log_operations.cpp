@@ -21,9 +21,7 @@ operation append_delta(std::string run_id, std::string text, double at) {
 
 operation append_deltas(std::string run_id, std::vector<timed_text> deltas) {
   return [run_id = std::move(run_id), deltas = std::move(deltas)](storage::log_writer& w) {
-    for (const auto& d : deltas)
-      if (!w.append_delta(run_id, d.text, d.at))
-        return; // not open: none of them is
+    w.append_deltas(run_id, deltas);
   };
 }
 

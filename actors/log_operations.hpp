@@ -22,12 +22,9 @@ operation open_run(std::string run_id, std::string session_id, double started_at
 // The delta (its stream.delta event takes the next event seq, with no row of
 // its own: storage/run_events.hpp); nothing for a run that is not open.
 operation append_delta(std::string run_id, std::string text, double at);
-// Deltas that follow each other: one
-// operation (one allocation, one run lookup) for what a queue held.
-struct timed_text {
-  std::string text;
-  double at;
-};
+// Deltas that follow each other: one operation (one allocation, one run
+// lookup) for what a queue held, and as few rows as their size allows.
+using storage::timed_text;
 operation append_deltas(std::string run_id, std::vector<timed_text> deltas);
 operation append_event(std::string run_id, std::string body, double at);
 operation close_run(std::string run_id, std::string status, std::optional<std::string> result,

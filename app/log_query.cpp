@@ -2,6 +2,7 @@
 
 #include "app/tool_support.hpp"
 #include "protocol/json_text.hpp"
+#include "storage/delta_rows.hpp"
 #include "storage/log_file.hpp"
 #include "storage/run_events.hpp"
 #include "storage/schema.hpp"
@@ -118,10 +119,7 @@ run_stats log_query::stats(int64_t run_no) {
     s.tool_calls = ev.getColumn(1).getInt64();
     s.approvals = ev.getColumn(2).getInt64();
   }
-  SQLite::Statement de(*db_, "SELECT count(*) FROM deltas WHERE run_no=?");
-  de.bind(1, run_no);
-  if (de.executeStep())
-    s.deltas = de.getColumn(0).getInt64();
+  s.deltas = storage::delta_cursor(*db_).count(run_no);
   s.events = storage::run_events(*db_).count(run_no); // a delta's event has no row of its own
   return s;
 }
@@ -196,20 +194,17 @@ std::optional<session_row> log_query::session(const std::string& session_id) {
   return s;
 }
 
-void log_query::each_row(const char* sql, int64_t run_no, const std::function<void(const seq_row&)>& f) {
-  SQLite::Statement q(*db_, sql);
-  q.bind(1, run_no);
+void log_query::each_delta(int64_t run_no, const std::function<void(const seq_row&)>& f) {
+  storage::delta_cursor deltas(*db_);
+  deltas.open(run_no, 0);
   seq_row row;
-  while (q.executeStep()) {
-    row.seq = q.getColumn(0).getInt64();
-    row.at = q.getColumn(1).getDouble();
-    row.text = q.getColumn(2).getString();
+  while (deltas.next()) {
+    row.seq = deltas.seq();
+    row.at = deltas.at();
+    row.text = deltas.text();
     f(row);
   }
-}
-
-void log_query::each_delta(int64_t run_no, const std::function<void(const seq_row&)>& f) {
-  each_row("SELECT seq, at, text FROM deltas WHERE run_no=? ORDER BY seq", run_no, f);
+  deltas.close();
 }
 
 void log_query::each_event(int64_t run_no, const std::function<void(const seq_row&)>& f) {

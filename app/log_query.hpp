@@ -69,7 +69,6 @@ public:
 
 private:
   run_row read_run(SQLite::Statement& q);
-  void each_row(const char* sql, int64_t run_no, const std::function<void(const seq_row&)>& f);
 
   std::string path_;
   std::unique_ptr<SQLite::Database> db_;

@@ -15,10 +15,7 @@ log_reader::log_reader(const std::string& path)
     db_, "SELECT run_no, session_id, status, started_at, ended_at, pruned_at FROM runs WHERE run_id=?");
   // Apart: a run's result holds its whole output, and a cut read skips it.
   outcome_ = std::make_unique<SQLite::Statement>(db_, "SELECT result, error FROM runs WHERE run_no=?");
-  deltas_ = std::make_unique<SQLite::Statement>(
-    db_, "SELECT at, text FROM deltas WHERE run_no=? AND seq>=? ORDER BY seq");
-  delta_count_ = std::make_unique<SQLite::Statement>(
-    db_, "SELECT coalesce(max(seq) + 1, 0) FROM deltas WHERE run_no=?");
+  deltas_ = std::make_unique<delta_cursor>(db_);
   events_ = std::make_unique<run_events>(db_);
   history_ = std::make_unique<SQLite::Statement>(db_, "SELECT history FROM sessions WHERE session_id=?");
 }
@@ -102,8 +99,7 @@ std::optional<run_snapshot> log_reader::read_run(const std::string& run_id, int6
     ~reset_all() {
       r->run_->reset();
       r->outcome_->reset();
-      r->deltas_->reset();
-      r->delta_count_->reset();
+      r->deltas_->close();
       r->events_->close();
     }
   } guard{this};
@@ -126,9 +122,7 @@ std::optional<run_snapshot> log_reader::read_run(const std::string& run_id, int6
     return snap;
   }
 
-  delta_count_->bind(1, run_no);
-  delta_count_->executeStep();
-  snap.delta_count = delta_count_->getColumn(0).getInt64();
+  snap.delta_count = deltas_->count(run_no);
   snap.event_count = events_->count(run_no);
   snap.delta_from = std::clamp<int64_t>(delta_from, 0, snap.delta_count);
   snap.event_from = std::clamp<int64_t>(event_from, 0, snap.event_count);
@@ -138,13 +132,12 @@ std::optional<run_snapshot> log_reader::read_run(const std::string& run_id, int6
   constexpr double none = std::numeric_limits<double>::infinity();
   double delta_cut = none, event_cut = none;
   if (snap.delta_from < snap.delta_count) {
-    deltas_->bind(1, run_no);
-    deltas_->bind(2, snap.delta_from);
+    deltas_->open(run_no, snap.delta_from);
     auto next_delta = [this](double& at, std::vector<std::string>& texts) {
-      if (!deltas_->executeStep())
+      if (!deltas_->next())
         return false;
-      at = deltas_->getColumn(0).getDouble();
-      texts.push_back(deltas_->getColumn(1).getString());
+      at = deltas_->at();
+      texts.emplace_back(deltas_->text());
       return true;
     };
     delta_cut = take_rows(next_delta, snap.delta_count - snap.delta_from, max_bytes, snap.deltas, delta_ats);

@@ -3,6 +3,7 @@
 // committed snapshot: a client can never see `done` without the last delta.
 #pragma once
 
+#include "storage/delta_rows.hpp"
 #include "storage/log_rows.hpp"
 #include "storage/log_writer.hpp"
 #include "storage/run_events.hpp"
@@ -56,7 +57,8 @@ public:
 
 private:
   SQLite::Database db_;
-  std::unique_ptr<SQLite::Statement> run_, outcome_, deltas_, delta_count_, history_;
+  std::unique_ptr<SQLite::Statement> run_, outcome_, history_;
+  std::unique_ptr<delta_cursor> deltas_;
   std::unique_ptr<run_events> events_;
 };
 

@@ -40,6 +40,12 @@ struct session_row {
   bool destroyed = false;
 };
 
+// A delta as the writer takes it: its text and when the agent produced it.
+struct timed_text {
+  std::string text;
+  double at;
+};
+
 // One delta (text) or event (body) row.
 struct seq_row {
   int64_t seq = 0;

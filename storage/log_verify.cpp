@@ -3,6 +3,7 @@
 #include "protocol/json_text.hpp"
 #include "protocol/names.hpp"
 #include "protocol/wire_error.hpp"
+#include "storage/delta_rows.hpp"
 #include "storage/log_file.hpp"
 #include "storage/log_rows.hpp"
 #include "storage/run_events.hpp"
@@ -136,30 +137,38 @@ public:
     }
   }
 
-  // In `deltas` seq runs 0, 1, 2, ... in every run; in `events` it only
+  // In `deltas` seq runs 0, 1, 2, ... in every run, a row at seq holding
+  // deltas seq .. seq + n - 1 (one before version 6); in `events` it only
   // rises, the seqs it skips being the deltas' (run_events.hpp).
   void sequences(const char* table, int64_t& count) {
     bool contiguous = std::string(table) == "deltas";
-    SQLite::Statement q(db_, std::string("SELECT run_no, seq, prev, at FROM (SELECT run_no, seq, at, "
-                                         "lag(seq) OVER (PARTITION BY run_no ORDER BY seq) AS prev FROM ") +
-                               table + ") WHERE " +
-                               (contiguous ? "(prev IS NULL AND seq != 0) OR (prev IS NOT NULL AND seq != prev + 1)"
-                                           : "seq = prev"));
+    std::string span = contiguous && column_exists("deltas", "n") ? "n" : "1";
+    // `next`: the seq the row before leaves for this one.
+    SQLite::Statement q(db_, "SELECT run_no, seq, next, at FROM (SELECT run_no, seq, at, lag(seq + " + span +
+                               ") OVER (PARTITION BY run_no ORDER BY seq) AS next FROM " + table + ") WHERE " +
+                               (contiguous ? "(next IS NULL AND seq != 0) OR (next IS NOT NULL AND seq != next)"
+                                           : "seq < next"));
     while (q.executeStep()) {
       int64_t run_no = q.getColumn(0).getInt64(), seq = q.getColumn(1).getInt64();
       if (q.getColumn(2).isNull()) {
         problem(table, run_id(run_no), seq, "the run's first row has seq " + std::to_string(seq) + ", not 0");
         continue;
       }
-      int64_t prev = q.getColumn(2).getInt64();
-      if (seq == prev)
-        problem(table, run_id(run_no), seq, "duplicate seq " + std::to_string(seq));
+      int64_t next = q.getColumn(2).getInt64();
+      if (seq < next)
+        problem(table, run_id(run_no), seq,
+                span == "1" ? "duplicate seq " + std::to_string(seq)
+                            : "seq " + std::to_string(seq) + " is also in the row before (it holds up to " +
+                                std::to_string(next - 1) + ")");
       else
         problem(table, run_id(run_no), seq,
-                "gap: seq " + std::to_string(prev + 1) +
-                  (seq - prev > 2 ? " to " + std::to_string(seq - 1) : std::string()) + " missing");
+                "gap: seq " + std::to_string(next) +
+                  (seq - next > 1 ? " to " + std::to_string(seq - 1) : std::string()) + " missing");
     }
-    SQLite::Statement per_run(db_, std::string("SELECT run_no, count(*), max(at) FROM ") + table + " GROUP BY run_no");
+    if (span == "n")
+      packed_rows();
+    SQLite::Statement per_run(db_, "SELECT run_no, sum(" + span + "), max(at) FROM " + std::string(table) +
+                                     " GROUP BY run_no");
     while (per_run.executeStep()) {
       int64_t run_no = per_run.getColumn(0).getInt64(), rows = per_run.getColumn(1).getInt64();
       count += rows;
@@ -175,6 +184,21 @@ public:
                 "last events");
       if (contiguous)
         delta_counts_[run_no] = rows;
+    }
+  }
+
+  // A row of several deltas splits into exactly n texts by its sizes; a
+  // row of one has none.
+  void packed_rows() {
+    SQLite::Statement q(db_, "SELECT run_no, seq, n, text, sizes FROM deltas WHERE n != 1 OR sizes IS NOT NULL");
+    std::vector<std::string_view> pieces;
+    while (q.executeStep()) {
+      int64_t run_no = q.getColumn(0).getInt64(), seq = q.getColumn(1).getInt64(), n = q.getColumn(2).getInt64();
+      if (n < 1)
+        problem("deltas", run_id(run_no), seq, "a row of " + std::to_string(n) + " deltas");
+      else if (!split_delta_row(column_bytes(q, 3), column_bytes(q, 4), n, pieces))
+        problem("deltas", run_id(run_no), seq,
+                "the row's sizes do not split its text into its " + std::to_string(n) + " deltas");
     }
   }
 

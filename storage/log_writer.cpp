@@ -1,5 +1,6 @@
 #include "storage/log_writer.hpp"
 
+#include "storage/delta_rows.hpp"
 #include "storage/log_file.hpp"
 #include "storage/private_files.hpp"
 #include "storage/recovery.hpp"
@@ -32,7 +33,7 @@ log_writer::log_writer(const std::string& path, const writer_options& options)
   insert_run_ = std::make_unique<SQLite::Statement>(
     db_, "INSERT INTO runs(run_id, session_id, status, started_at, user_message) VALUES(?, ?, 'running', ?, ?)");
   insert_delta_ = std::make_unique<SQLite::Statement>(
-    db_, "INSERT INTO deltas(run_no, seq, at, text) VALUES(?, ?, ?, ?)");
+    db_, "INSERT INTO deltas(run_no, seq, at, text, n, sizes) VALUES(?, ?, ?, ?, ?, ?)");
   insert_event_ = std::make_unique<SQLite::Statement>(
     db_, "INSERT INTO events(run_no, seq, at, body) VALUES(?, ?, ?, ?)");
   finish_run_ = std::make_unique<SQLite::Statement>(
@@ -80,17 +81,51 @@ bool log_writer::append_delta(const std::string& run_id, const std::string& text
   auto* run = find(run_id);
   if (!run)
     return false;
+  insert_deltas(*run, text, 1, at);
+  return true;
+}
+
+bool log_writer::append_deltas(const std::string& run_id, const std::vector<timed_text>& deltas) {
+  auto* run = find(run_id);
+  if (!run)
+    return false;
+  for (size_t first = 0; first < deltas.size();) {
+    size_t end = first + 1, bytes = deltas[first].text.size();
+    while (end < deltas.size() && bytes + deltas[end].text.size() <= max_delta_row_bytes)
+      bytes += deltas[end++].text.size();
+    if (end - first == 1) {
+      insert_deltas(*run, deltas[first].text, 1, deltas[first].at);
+    } else {
+      row_text_.clear();
+      row_sizes_.clear();
+      for (size_t i = first; i < end; ++i) {
+        row_text_ += deltas[i].text;
+        append_delta_size(row_sizes_, deltas[i].text.size());
+      }
+      insert_deltas(*run, row_text_, static_cast<int64_t>(end - first), deltas[end - 1].at);
+    }
+    first = end;
+  }
+  return true;
+}
+
+// One row of `n` deltas (their sizes in row_sizes_ when n > 1).
+void log_writer::insert_deltas(open_run_state& run, const std::string& text, int64_t n, double at) {
   begin();
-  insert_delta_->bind(1, run->run_no);
-  insert_delta_->bind(2, run->next_delta);
+  insert_delta_->bind(1, run.run_no);
+  insert_delta_->bind(2, run.next_delta);
   insert_delta_->bind(3, at);
   insert_delta_->bindNoCopy(4, text); // TEXT, not BLOB: readable in the sqlite3 shell
+  insert_delta_->bind(5, n);
+  if (n == 1)
+    insert_delta_->bind(6);
+  else
+    insert_delta_->bindNoCopy(6, static_cast<const void*>(row_sizes_.data()), static_cast<int>(row_sizes_.size()));
   insert_delta_->exec();
   insert_delta_->reset();
-  ++run->next_delta;
-  ++run->next_event; // its stream.delta event's seq, which only `deltas` holds (run_events.hpp)
+  run.next_delta += n;
+  run.next_event += n; // their stream.delta events' seqs, which only `deltas` holds (run_events.hpp)
   ++pending_rows_;
-  return true;
 }
 
 void log_writer::insert_event(open_run_state& run, const std::string& body, double at) {
@@ -193,10 +228,7 @@ std::optional<continued_run> log_writer::continue_run(const std::string& run_id,
   if (!row.executeStep())
     return std::nullopt;
   open_run_state run{row.getColumn(0).getInt64()};
-  SQLite::Statement deltas(db_, "SELECT coalesce(max(seq) + 1, 0) FROM deltas WHERE run_no=?");
-  deltas.bind(1, run.run_no);
-  deltas.executeStep();
-  run.next_delta = deltas.getColumn(0).getInt64();
+  run.next_delta = delta_cursor(db_).count(run.run_no);
   run.next_event = run_events(db_).count(run.run_no);
   continued_run out;
   out.host_seq = static_cast<uint64_t>(row.getColumn(1).getInt64());

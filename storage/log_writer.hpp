@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 namespace hb::storage {
 
@@ -44,6 +45,10 @@ public:
                 const std::string& user_message = {});
   // Returns false for a run that is not open (late callbacks after its end).
   bool append_delta(const std::string& run_id, const std::string& text, double at);
+  // Deltas that follow each other, in as few rows as max_delta_row_bytes
+  // allows (delta_rows.hpp); each row is stamped with its last delta's time.
+  bool append_deltas(const std::string& run_id, const std::vector<timed_text>& deltas);
+  static constexpr size_t max_delta_row_bytes = 1 << 20;
   bool append_event(const std::string& run_id, const std::string& body, double at);
   // For `import`: an event at the seq the exported log gave it (the seqs
   // between are its deltas').
@@ -107,12 +112,14 @@ private:
   void begin();
   open_run_state* find(const std::string& run_id);
   void insert_event(open_run_state& run, const std::string& body, double at);
+  void insert_deltas(open_run_state& run, const std::string& text, int64_t n, double at);
   void write_end(const open_run_state& run, std::string_view status, const std::optional<std::string>& result,
                  const std::optional<std::string>& error, double ended_at);
 
   SQLite::Database db_;
   std::unique_ptr<SQLite::Statement> insert_run_, insert_delta_, insert_event_, finish_run_,
     upsert_session_, note_host_seq_;
+  std::string row_text_, row_sizes_; // a packed delta row being built (reused)
   std::unordered_map<std::string, open_run_state> runs_;
   std::unordered_map<std::string, open_run_state> runs_at_begin_;
   bool in_tx_ = false;

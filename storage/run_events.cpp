@@ -26,10 +26,9 @@ bool is_stream_delta_body(std::string_view body) {
 
 run_events::run_events(SQLite::Database& db)
   : rows_before_(db, "SELECT count(*) FROM events WHERE run_no=? AND seq<? AND " + not_a_delta_row),
-    count_(db, "SELECT (SELECT count(*) FROM events WHERE run_no=?1 AND " + not_a_delta_row +
-                 ") + (SELECT coalesce(max(seq) + 1, 0) FROM deltas WHERE run_no=?1)"),
+    count_(db, "SELECT count(*) FROM events WHERE run_no=? AND " + not_a_delta_row),
     events_(db, "SELECT seq, at, body FROM events WHERE run_no=? AND seq>=? ORDER BY seq"),
-    deltas_(db, "SELECT at, text FROM deltas WHERE run_no=? AND seq>=? ORDER BY seq") {}
+    deltas_(db) {}
 
 int64_t run_events::count(int64_t run_no) {
   count_.reset();
@@ -37,7 +36,7 @@ int64_t run_events::count(int64_t run_no) {
   count_.executeStep();
   int64_t n = count_.getColumn(0).getInt64();
   count_.reset();
-  return n;
+  return n + deltas_.count(run_no);
 }
 
 void run_events::open(int64_t run_no, int64_t from) {
@@ -51,9 +50,7 @@ void run_events::open(int64_t run_no, int64_t from) {
   events_.reset();
   events_.bind(1, run_no);
   events_.bind(2, from);
-  deltas_.reset();
-  deltas_.bind(1, run_no);
-  deltas_.bind(2, first_delta);
+  deltas_.open(run_no, first_delta);
   seq_ = from - 1;
   step_events();
   step_deltas();
@@ -61,7 +58,7 @@ void run_events::open(int64_t run_no, int64_t from) {
 
 void run_events::close() {
   events_.reset();
-  deltas_.reset();
+  deltas_.close();
   event_ready_ = delta_ready_ = false;
 }
 
@@ -71,7 +68,7 @@ void run_events::step_events() {
     event_seq_ = events_.getColumn(0).getInt64();
 }
 
-void run_events::step_deltas() { delta_ready_ = deltas_.executeStep(); }
+void run_events::step_deltas() { delta_ready_ = deltas_.next(); }
 
 bool run_events::next() {
   int64_t slot = seq_ + 1;
@@ -90,10 +87,8 @@ bool run_events::next() {
   if (!delta_ready_)
     return false;
   seq_ = slot;
-  at_ = deltas_.getColumn(0).getDouble();
-  auto text = deltas_.getColumn(1);
-  const char* chars = text.getText();
-  stream_delta_body(body_, std::string_view(chars, static_cast<size_t>(text.getBytes())));
+  at_ = deltas_.at();
+  stream_delta_body(body_, deltas_.text());
   delta_ = true;
   step_deltas();
   return true;

@@ -9,6 +9,8 @@
 // beside its delta) read the same: such a row takes its delta's place.
 #pragma once
 
+#include "storage/delta_rows.hpp"
+
 #include <SQLiteCpp/SQLiteCpp.h>
 
 #include <cstdint>
@@ -52,7 +54,7 @@ private:
   SQLite::Statement rows_before_;
   SQLite::Statement count_;
   SQLite::Statement events_;
-  SQLite::Statement deltas_;
+  delta_cursor deltas_;
   int64_t seq_ = 0;
   double at_ = 0;
   std::string body_;

@@ -4,7 +4,7 @@
 
 namespace hb::storage {
 
-constexpr int schema_version = 5;
+constexpr int schema_version = 6;
 
 constexpr const char* schema_sql = R"SQL(
 CREATE TABLE IF NOT EXISTS meta(
@@ -40,6 +40,8 @@ CREATE TABLE IF NOT EXISTS deltas(
   seq    INTEGER NOT NULL,
   at     REAL NOT NULL,
   text   TEXT NOT NULL,
+  n      INTEGER NOT NULL DEFAULT 1,
+  sizes  BLOB,
   PRIMARY KEY(run_no, seq)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS events(
@@ -75,6 +77,9 @@ constexpr migration migrations[] = {
   // A delta's text once: its stream.delta event is implied by the seq it
   // leaves free in `events` (run_events.hpp), no longer a row that repeats it.
   {4, "DELETE FROM events WHERE " HB_STREAM_DELTA_ROW ";", "events"},
+  // A row may hold several deltas (delta_rows.hpp); every older row holds one.
+  {5, "ALTER TABLE deltas ADD COLUMN n INTEGER NOT NULL DEFAULT 1; ALTER TABLE deltas ADD COLUMN sizes BLOB;",
+   "deltas"},
 };
 
 } // namespace hb::storage

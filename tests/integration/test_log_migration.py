@@ -1,6 +1,7 @@
 """A log a schema-4 daemon wrote (every delta's stream.delta event a row of
-its own, beside the delta) served by this daemon: migrated once at start,
-said so in its log, and every run reads as it did, byte for byte."""
+its own, beside the delta, and every delta a row of its own) served by this
+daemon: migrated once at start, said so in its log, and every run reads as
+it did, byte for byte."""
 
 from __future__ import annotations
 
@@ -10,18 +11,23 @@ import subprocess
 import unittest
 
 from harness import Bridge, bridge_binary
+from log_rows import run_deltas
 
 
 def as_version_4(db) -> int:
-    """Gives every delta its event row again, at the seq it holds, and
-    calls the log version 4. Returns how many rows that added."""
+    """Gives every delta a row of its own and its event row again, at the
+    seq it holds, and calls the log version 4. Returns how many event rows
+    that added."""
     added = 0
     with sqlite3.connect(db) as c:
-        for (run_no,) in c.execute("SELECT run_no FROM runs").fetchall():
+        runs = {run_no: run_deltas(c, run_no) for (run_no,) in c.execute("SELECT run_no FROM runs").fetchall()}
+        c.executescript("DROP TABLE deltas; CREATE TABLE deltas(run_no INTEGER NOT NULL, seq INTEGER NOT NULL,"
+                        " at REAL NOT NULL, text TEXT NOT NULL, PRIMARY KEY(run_no, seq)) WITHOUT ROWID;")
+        for run_no, deltas in runs.items():
+            c.executemany("INSERT INTO deltas VALUES(?, ?, ?, ?)", [(run_no, *d) for d in deltas])
             taken = {seq for (seq,) in c.execute("SELECT seq FROM events WHERE run_no=?", (run_no,))}
-            deltas = c.execute("SELECT at, text FROM deltas WHERE run_no=? ORDER BY seq", (run_no,)).fetchall()
             free = (seq for seq in range(len(taken) + len(deltas)) if seq not in taken)
-            for (at, text), seq in zip(deltas, free):
+            for (_, at, text), seq in zip(deltas, free):
                 c.execute("INSERT INTO events VALUES(?, ?, ?, ?)",
                           (run_no, seq, at, json.dumps({"event": "stream.delta", "delta": text})))
                 added += 1
@@ -54,7 +60,7 @@ class Migration(unittest.TestCase):
             self.assertIn("from=4", again.stderr())
             self.assertEqual(read_all(again), before)
             with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as c:
-                self.assertEqual(c.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone(), ("5",))
+                self.assertEqual(c.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone(), ("6",))
                 self.assertEqual(c.execute("SELECT count(*) FROM events WHERE body LIKE "
                                            "'{\"event\": \"stream.delta\"%'").fetchone(), (0,))
             verdict = subprocess.run([str(bridge_binary()), "verify", "--db", str(db)], capture_output=True,

@@ -16,6 +16,7 @@ import unittest
 from pathlib import Path
 
 from harness import Bridge, bridge_binary
+from log_rows import run_deltas
 
 RUN_KEYS = ["run_id", "session_id", "status", "started_at", "ended_at", "duration_s", "deltas", "events",
             "tool_calls", "approvals", "error", "pruned_at"]
@@ -54,7 +55,7 @@ def logged_events(db, run_id: str) -> list[str]:
     with read_only(db) as c:
         run_no = c.execute("SELECT run_no FROM runs WHERE run_id=?", (run_id,)).fetchone()[0]
         rows = dict(c.execute("SELECT seq, body FROM events WHERE run_no=?", (run_no,)))
-        deltas = [t for (t,) in c.execute("SELECT text FROM deltas WHERE run_no=? ORDER BY seq", (run_no,))]
+        deltas = [text for _, _, text in run_deltas(c, run_no)]
     texts = iter(deltas)
     return [rows[seq] if seq in rows else json.dumps({"event": "stream.delta", "delta": next(texts)})
             for seq in range(len(rows) + len(deltas))]

@@ -73,11 +73,11 @@ class Verify(unittest.TestCase):
         p = verify("--db", str(self.db))
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         first = p.stdout.decode().splitlines()[0]
-        self.assertIn(": healthy (schema version 5, 4 sessions, 5 runs", first)
+        self.assertIn(": healthy (schema version 6, 4 sessions, 5 runs", first)
         self.assertIn("integrity_check: ok", first)
         report = json.loads(verify("--db", str(self.db), "--json").stdout)
         self.assertEqual((report["ok"], report["verdict"], report["schema_version"], report["integrity_check"]),
-                         (True, "healthy", 5, "ok"))
+                         (True, "healthy", 6, "ok"))
         self.assertEqual(report["problems"], [])
         self.assertEqual(report["live_runs"], 0)
 

@@ -174,7 +174,7 @@ TEST_CASE("verify names orphan rows and orphan or open approvals", "[verify]") {
   write_healthy(log.path);
   damage(log.path,
          "INSERT INTO events VALUES(99, 0, 9.0, '{\"event\": \"step\"}');"
-         "INSERT INTO deltas VALUES(99, 0, 9.0, 'lost');"
+         "INSERT INTO deltas(run_no, seq, at, text) VALUES(99, 0, 9.0, 'lost');"
          "INSERT INTO events VALUES(2, 1, 3.2, '{\"event\": \"approval.resolved\", \"approval_id\": \"zz\", \"choice\": \"deny\"}');"
          "INSERT INTO events VALUES(2, 2, 3.3, '{\"event\": \"approval.requested\", \"approval_id\": \"b2\"}');"
          "INSERT INTO events VALUES(1, 7, 1.8, '{\"event\": \"approval.resolved\", \"approval_id\": \"a1\", \"choice\": \"deny\"}');");
