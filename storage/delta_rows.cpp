@@ -75,7 +75,7 @@ std::string delta_count_sql(bool packed) {
 
 // From the row that holds delta ?2: the last row starting at or before it.
 std::string delta_rows_sql(bool packed) {
-  return "SELECT seq, at, text, " + std::string(packed ? "n, sizes" : "1, NULL") +
+  return "SELECT seq, at, " + std::string(packed ? "n, sizes" : "1, NULL") + ", text" +
          " FROM deltas WHERE run_no=?1 AND seq >="
          " coalesce((SELECT max(seq) FROM deltas WHERE run_no=?1 AND seq<=?2), 0) ORDER BY seq";
 }
@@ -114,7 +114,7 @@ bool delta_cursor::load_row() {
   }
   int64_t seq = row_seq_ = rows_.getColumn(0).getInt64();
   at_ = rows_.getColumn(1).getDouble();
-  split_delta_row(column_bytes(rows_, 2), column_bytes(rows_, 4), rows_.getColumn(3).getInt64(), pieces_);
+  split_delta_row(column_bytes(rows_, 4), column_bytes(rows_, 3), rows_.getColumn(2).getInt64(), pieces_);
   // Only the first row can start before `from`.
   piece_ = skip_ > seq ? static_cast<size_t>(std::min<int64_t>(skip_ - seq, static_cast<int64_t>(pieces_.size()))) : 0;
   skip_ = 0;

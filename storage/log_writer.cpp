@@ -33,7 +33,7 @@ log_writer::log_writer(const std::string& path, const writer_options& options)
   insert_run_ = std::make_unique<SQLite::Statement>(
     db_, "INSERT INTO runs(run_id, session_id, status, started_at, user_message) VALUES(?, ?, 'running', ?, ?)");
   insert_delta_ = std::make_unique<SQLite::Statement>(
-    db_, "INSERT INTO deltas(run_no, seq, at, text, n, sizes) VALUES(?, ?, ?, ?, ?, ?)");
+    db_, "INSERT INTO deltas(run_no, seq, at, n, sizes, text) VALUES(?, ?, ?, ?, ?, ?)");
   insert_event_ = std::make_unique<SQLite::Statement>(
     db_, "INSERT INTO events(run_no, seq, at, body) VALUES(?, ?, ?, ?)");
   finish_run_ = std::make_unique<SQLite::Statement>(
@@ -115,12 +115,12 @@ void log_writer::insert_deltas(open_run_state& run, const std::string& text, int
   insert_delta_->bind(1, run.run_no);
   insert_delta_->bind(2, run.next_delta);
   insert_delta_->bind(3, at);
-  insert_delta_->bindNoCopy(4, text); // TEXT, not BLOB: readable in the sqlite3 shell
-  insert_delta_->bind(5, n);
+  insert_delta_->bind(4, n);
   if (n == 1)
-    insert_delta_->bind(6);
+    insert_delta_->bind(5);
   else
-    insert_delta_->bindNoCopy(6, static_cast<const void*>(row_sizes_.data()), static_cast<int>(row_sizes_.size()));
+    insert_delta_->bindNoCopy(5, static_cast<const void*>(row_sizes_.data()), static_cast<int>(row_sizes_.size()));
+  insert_delta_->bindNoCopy(6, text); // TEXT, not BLOB: readable in the sqlite3 shell
   insert_delta_->exec();
   insert_delta_->reset();
   run.next_delta += n;

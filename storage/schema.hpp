@@ -39,9 +39,9 @@ CREATE TABLE IF NOT EXISTS deltas(
   run_no INTEGER NOT NULL,
   seq    INTEGER NOT NULL,
   at     REAL NOT NULL,
-  text   TEXT NOT NULL,
   n      INTEGER NOT NULL DEFAULT 1,
   sizes  BLOB,
+  text   TEXT NOT NULL,
   PRIMARY KEY(run_no, seq)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS events(
@@ -77,8 +77,15 @@ constexpr migration migrations[] = {
   // A delta's text once: its stream.delta event is implied by the seq it
   // leaves free in `events` (run_events.hpp), no longer a row that repeats it.
   {4, "DELETE FROM events WHERE " HB_STREAM_DELTA_ROW ";", "events"},
-  // A row may hold several deltas (delta_rows.hpp); every older row holds one.
-  {5, "ALTER TABLE deltas ADD COLUMN n INTEGER NOT NULL DEFAULT 1; ALTER TABLE deltas ADD COLUMN sizes BLOB;",
+  // A row may hold several deltas (delta_rows.hpp); every older row holds
+  // one. The table is copied rather than altered: `n` and `sizes` must come
+  // before `text`, which a packed row's spills onto overflow pages that
+  // SQLite would walk to reach a column after it.
+  {5,
+   "CREATE TABLE deltas_v6(run_no INTEGER NOT NULL, seq INTEGER NOT NULL, at REAL NOT NULL,"
+   " n INTEGER NOT NULL DEFAULT 1, sizes BLOB, text TEXT NOT NULL, PRIMARY KEY(run_no, seq)) WITHOUT ROWID;"
+   "INSERT INTO deltas_v6(run_no, seq, at, text) SELECT run_no, seq, at, text FROM deltas;"
+   "DROP TABLE deltas; ALTER TABLE deltas_v6 RENAME TO deltas;",
    "deltas"},
 };
 
