@@ -40,14 +40,17 @@ bool split_delta_row(std::string_view text, std::string_view sizes, int64_t n, s
     out.push_back(text);
     return n == 1 && sizes.empty();
   }
-  bool exact = true;
+  // Each size takes a byte at least: a row that claims more deltas than
+  // that is damaged, and not taken at its word (it could claim billions).
+  bool exact = n <= static_cast<int64_t>(sizes.size());
+  int64_t pieces = exact ? n : static_cast<int64_t>(sizes.size()) + 1;
   size_t at = 0, offset = 0;
-  for (int64_t i = 0; i < n; ++i) {
+  for (int64_t i = 0; i < pieces; ++i) {
     uint64_t size = 0;
     if (!read_size(sizes, at, size))
       exact = false;
     size_t left = text.size() - offset;
-    if (i == n - 1) {
+    if (i == pieces - 1) {
       exact = exact && size == left;
       size = left;
     } else if (size > left) {
@@ -88,28 +91,31 @@ delta_cursor::delta_cursor(SQLite::Database& db)
 delta_cursor::delta_cursor(SQLite::Database& db, bool packed)
   : count_(db, delta_count_sql(packed)), rows_(db, delta_rows_sql(packed)) {}
 
-int64_t delta_cursor::count(int64_t run_no) {
-  count_.reset();
-  count_.bind(1, run_no);
-  count_.executeStep();
-  int64_t n = count_.getColumn(0).getInt64();
-  count_.reset();
+int64_t integer_for_run(SQLite::Statement& query, int64_t run_no) {
+  query.reset();
+  query.bind(1, run_no);
+  query.executeStep();
+  int64_t n = query.getColumn(0).getInt64();
+  query.reset();
   return n;
 }
+
+int64_t delta_cursor::count(int64_t run_no) { return integer_for_run(count_, run_no); }
 
 void delta_cursor::open(int64_t run_no, int64_t from) {
   rows_.reset();
   rows_.bind(1, run_no);
   rows_.bind(2, from);
   skip_ = from;
-  in_row_ = false;
+  in_row_ = done_ = false;
   pieces_.clear();
   piece_ = 0;
 }
 
 bool delta_cursor::load_row() {
-  if (!rows_.executeStep()) {
+  if (done_ || !rows_.executeStep()) {
     in_row_ = false;
+    done_ = true; // (stepping a finished statement again would throw)
     return false;
   }
   int64_t seq = row_seq_ = rows_.getColumn(0).getInt64();
@@ -136,6 +142,7 @@ bool delta_cursor::next() {
 void delta_cursor::close() {
   rows_.reset();
   in_row_ = false;
+  done_ = true;
   pieces_.clear();
 }
 

@@ -22,12 +22,16 @@ void append_delta_size(std::string& sizes, uint64_t size);
 
 // Splits a row's text into its n deltas by its sizes. A row whose sizes do
 // not add up to its text (a damaged log: `verify` reports it) still yields
-// n pieces, the short ones empty, the last taking what is left. Returns
+// its text in pieces, n of them (at most one more than its sizes have
+// bytes), the short ones empty, the last taking what is left. Returns
 // whether the sizes were whole and exact.
 bool split_delta_row(std::string_view text, std::string_view sizes, int64_t n, std::vector<std::string_view>& out);
 
 // A TEXT or BLOB column's bytes, valid until the statement moves on.
 std::string_view column_bytes(SQLite::Statement& row, int index);
+
+// A one-value query about a run (its ?1) answered, the statement left reset.
+int64_t integer_for_run(SQLite::Statement& query, int64_t run_no);
 
 // Whether the log's `deltas` has version 6's columns (the log tools read
 // older logs as they are, a delta per row).
@@ -42,8 +46,9 @@ public:
   int64_t count(int64_t run_no);
   // Starts at delta `from` (inside a row when a row holds it).
   void open(int64_t run_no, int64_t from);
-  // The next delta, false after the last; at() and text() describe it
-  // until the next call (text() points into SQLite's row).
+  // The next delta, false after the last (and from then on, until the next
+  // open()); at(), seq() and text() describe it until the next call
+  // (text() points into SQLite's row).
   bool next();
   int64_t seq() const { return row_seq_ + static_cast<int64_t>(piece_); }
   double at() const { return at_; }
@@ -63,6 +68,7 @@ private:
   int64_t row_seq_ = 0;
   double at_ = 0;
   bool in_row_ = false;
+  bool done_ = false; // past the last row, or closed
 };
 
 } // namespace hb::storage

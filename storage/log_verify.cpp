@@ -143,9 +143,11 @@ public:
   void sequences(const char* table, int64_t& count) {
     bool contiguous = std::string(table) == "deltas";
     std::string span = contiguous && column_exists("deltas", "n") ? "n" : "1";
-    // `next`: the seq the row before leaves for this one.
-    SQLite::Statement q(db_, "SELECT run_no, seq, next, at FROM (SELECT run_no, seq, at, lag(seq + " + span +
-                               ") OVER (PARTITION BY run_no ORDER BY seq) AS next FROM " + table + ") WHERE " +
+    // `next`: the first seq the rows before leave for this one (the highest
+    // end among them: a row may hold the seqs of several after it).
+    SQLite::Statement q(db_, "SELECT run_no, seq, next, at FROM (SELECT run_no, seq, at, max(seq + " + span +
+                               ") OVER (PARTITION BY run_no ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND"
+                               " 1 PRECEDING) AS next FROM " + table + ") WHERE " +
                                (contiguous ? "(next IS NULL AND seq != 0) OR (next IS NOT NULL AND seq != next)"
                                            : "seq < next"));
     while (q.executeStep()) {
@@ -158,7 +160,7 @@ public:
       if (seq < next)
         problem(table, run_id(run_no), seq,
                 span == "1" ? "duplicate seq " + std::to_string(seq)
-                            : "seq " + std::to_string(seq) + " is also in the row before (it holds up to " +
+                            : "seq " + std::to_string(seq) + " is already held by an earlier row (up to " +
                                 std::to_string(next - 1) + ")");
       else
         problem(table, run_id(run_no), seq,
@@ -167,14 +169,16 @@ public:
     }
     if (span == "n")
       packed_rows();
-    SQLite::Statement per_run(db_, "SELECT run_no, sum(" + span + "), max(at) FROM " + std::string(table) +
+    SQLite::Statement per_run(db_, "SELECT run_no, sum(" + span + "), max(at), count(*) FROM " + std::string(table) +
                                      " GROUP BY run_no");
     while (per_run.executeStep()) {
-      int64_t run_no = per_run.getColumn(0).getInt64(), rows = per_run.getColumn(1).getInt64();
-      count += rows;
+      // Deltas or events (a row of `deltas` may hold several).
+      int64_t run_no = per_run.getColumn(0).getInt64(), items = per_run.getColumn(1).getInt64();
+      count += items;
       if (!has_run(run_no)) {
         problem(table, run_id(run_no), std::nullopt,
-                std::to_string(rows) + " orphan row(s): no run with run_no " + std::to_string(run_no));
+                std::to_string(per_run.getColumn(3).getInt64()) + " orphan row(s): no run with run_no " +
+                  std::to_string(run_no));
         continue;
       }
       auto end = ended_at_.find(run_no);
@@ -183,7 +187,7 @@ public:
                 "rows written after the run's terminal status (ended_at): the status was not written with its "
                 "last events");
       if (contiguous)
-        delta_counts_[run_no] = rows;
+        delta_counts_[run_no] = items;
     }
   }
 

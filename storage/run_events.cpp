@@ -30,14 +30,7 @@ run_events::run_events(SQLite::Database& db)
     events_(db, "SELECT seq, at, body FROM events WHERE run_no=? AND seq>=? ORDER BY seq"),
     deltas_(db) {}
 
-int64_t run_events::count(int64_t run_no) {
-  count_.reset();
-  count_.bind(1, run_no);
-  count_.executeStep();
-  int64_t n = count_.getColumn(0).getInt64();
-  count_.reset();
-  return n + deltas_.count(run_no);
-}
+int64_t run_events::count(int64_t run_no) { return integer_for_run(count_, run_no) + deltas_.count(run_no); }
 
 void run_events::open(int64_t run_no, int64_t from) {
   rows_before_.reset();

@@ -196,6 +196,28 @@ TEST_CASE("the reader takes a packed run from any cursor, and a cut read ends in
   CHECK(got == turn_texts);
 }
 
+TEST_CASE("a cursor asked again after its last delta still says there is none", "[delta_rows]") {
+  hb::test::temp_log log;
+  hb::storage::log_writer w(log.path);
+  write_turn(w, "packed", true);
+  hb::storage::delta_cursor cursor(w.database());
+  cursor.open(1, 7);
+  REQUIRE(cursor.next());
+  CHECK(cursor.text() == "");
+  REQUIRE(cursor.next());
+  CHECK(cursor.text() == "gh");
+  CHECK_FALSE(cursor.next());
+  CHECK_FALSE(cursor.next());
+  cursor.open(1, 9); // at the end
+  CHECK_FALSE(cursor.next());
+  cursor.open(1, 8); // and open again
+  REQUIRE(cursor.next());
+  CHECK(cursor.seq() == 8);
+  CHECK(cursor.text() == "gh");
+  cursor.close();
+  CHECK_FALSE(cursor.next());
+}
+
 TEST_CASE("a row holds at most max_delta_row_bytes of text, but always one delta", "[delta_rows]") {
   hb::test::temp_log log;
   hb::storage::log_writer w(log.path);
@@ -307,7 +329,23 @@ TEST_CASE("verify counts a packed run's deltas and names a damaged packed row", 
   SECTION("a row that claims more deltas than the next row leaves it") {
     damage("UPDATE deltas SET n=3, sizes=x'010000' WHERE seq=1");
     auto r = verify();
-    CHECK(names(r, 3, "seq 3 is also in the row before (it holds up to 3)"));
+    CHECK(names(r, 3, "seq 3 is already held by an earlier row (up to 3)"));
+  }
+  SECTION("a row that claims the seqs of several after it") {
+    damage("UPDATE deltas SET n=8, sizes=x'0101000000000000' WHERE seq=1");
+    auto r = verify();
+    CHECK(names(r, 3, "seq 3 is already held by an earlier row (up to 8)"));
+    CHECK(names(r, 6, "seq 6 is already held by an earlier row (up to 8)"));
+    CHECK(names(r, 7, "seq 7 is already held by an earlier row (up to 8)"));
+    CHECK_FALSE(names(r, 7, "gap"));
+  }
+  SECTION("a row that claims a billion deltas is read as what its sizes can hold") {
+    damage("UPDATE deltas SET n=1000000000 WHERE seq=3");
+    auto r = verify();
+    CHECK(names(r, 3, "sizes do not split its text into its 1000000000 deltas"));
+    SQLite::Database db(log.path, SQLite::OPEN_READONLY);
+    auto read = deltas_from(db, 1, 0);
+    CHECK(read.size() < 20);
   }
   SECTION("a packed row lost") {
     damage("DELETE FROM deltas WHERE seq=3");
