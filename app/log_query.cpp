@@ -119,8 +119,9 @@ run_stats log_query::stats(int64_t run_no) {
     s.tool_calls = ev.getColumn(1).getInt64();
     s.approvals = ev.getColumn(2).getInt64();
   }
-  s.deltas = storage::delta_cursor(*db_).count(run_no);
-  s.events = storage::run_events(*db_).count(run_no); // a delta's event has no row of its own
+  storage::run_events counts(*db_);
+  s.deltas = counts.delta_count(run_no);
+  s.events = counts.count(run_no); // a delta's event has no row of its own
   return s;
 }
 

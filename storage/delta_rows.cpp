@@ -107,14 +107,14 @@ void delta_cursor::open(int64_t run_no, int64_t from) {
   rows_.bind(1, run_no);
   rows_.bind(2, from);
   skip_ = from;
-  in_row_ = done_ = false;
+  done_ = false;
   pieces_.clear();
   piece_ = 0;
 }
 
 bool delta_cursor::load_row() {
   if (done_ || !rows_.executeStep()) {
-    in_row_ = false;
+    pieces_.clear();
     done_ = true; // (stepping a finished statement again would throw)
     return false;
   }
@@ -124,12 +124,11 @@ bool delta_cursor::load_row() {
   // Only the first row can start before `from`.
   piece_ = skip_ > seq ? static_cast<size_t>(std::min<int64_t>(skip_ - seq, static_cast<int64_t>(pieces_.size()))) : 0;
   skip_ = 0;
-  in_row_ = true;
   return true;
 }
 
 bool delta_cursor::next() {
-  if (in_row_ && piece_ + 1 < pieces_.size()) {
+  if (piece_ + 1 < pieces_.size()) { // (a row has a piece at least)
     ++piece_;
     return true;
   }
@@ -141,7 +140,6 @@ bool delta_cursor::next() {
 
 void delta_cursor::close() {
   rows_.reset();
-  in_row_ = false;
   done_ = true;
   pieces_.clear();
 }

@@ -41,7 +41,6 @@ bool has_packed_deltas(SQLite::Database& db);
 class delta_cursor {
 public:
   explicit delta_cursor(SQLite::Database& db);
-  delta_cursor(SQLite::Database& db, bool packed);
 
   int64_t count(int64_t run_no);
   // Starts at delta `from` (inside a row when a row holds it).
@@ -58,16 +57,16 @@ public:
   void close();
 
 private:
+  delta_cursor(SQLite::Database& db, bool packed);
   bool load_row();
 
   SQLite::Statement count_;
   SQLite::Statement rows_;
-  std::vector<std::string_view> pieces_;
+  std::vector<std::string_view> pieces_; // the current row's; none before the first row and after the last
   size_t piece_ = 0;
   int64_t skip_ = 0; // deltas of the first row before `from`
   int64_t row_seq_ = 0;
   double at_ = 0;
-  bool in_row_ = false;
   bool done_ = false; // past the last row, or closed
 };
 

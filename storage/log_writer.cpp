@@ -228,8 +228,9 @@ std::optional<continued_run> log_writer::continue_run(const std::string& run_id,
   if (!row.executeStep())
     return std::nullopt;
   open_run_state run{row.getColumn(0).getInt64()};
-  run.next_delta = delta_cursor(db_).count(run.run_no);
-  run.next_event = run_events(db_).count(run.run_no);
+  run_events counts(db_);
+  run.next_delta = counts.delta_count(run.run_no);
+  run.next_event = counts.count(run.run_no);
   continued_run out;
   out.host_seq = static_cast<uint64_t>(row.getColumn(1).getInt64());
   if (in_tx_)

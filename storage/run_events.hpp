@@ -33,6 +33,8 @@ public:
 
   // How many events the run has: its event rows and its deltas.
   int64_t count(int64_t run_no);
+  // How many deltas it has.
+  int64_t delta_count(int64_t run_no) { return deltas_.count(run_no); }
 
   // Starts reading `run_no`'s events at event seq `from`.
   void open(int64_t run_no, int64_t from);
