@@ -31,21 +31,44 @@ def wait_in_poll(sock: socket.socket) -> socket.socket:
     return sock
 
 
+_ONLY_TEXTS = {str}
+
+
+def _slow_way_flag(name: str) -> property:
+    """A flag of Connection's that, while set, sends every turn's frames the
+    slow way (under the lock): the agents' hot path reads one attribute,
+    `slow`, for all of them."""
+    private = "_" + name
+
+    def get(self: "Connection") -> bool:
+        return getattr(self, private)
+
+    def put(self: "Connection", value: bool) -> None:
+        setattr(self, private, value)
+        self.slow = self._full or self._gated or self._broken or self._draining
+
+    return property(get, put)
+
+
 class Connection:
     """The socket to the daemon, and the frames on their way to it.
 
     A streaming turn's `text` and `event` frames take no lock: the agent's
-    thread appends them to `incoming` (a deque, whose append is one call that
-    never waits for another thread), wakes the writer if it sleeps, and goes
-    on. The writer thread takes
-    everything that piled up, numbers each turn's frames (`seq`) in the order
-    they were put, keeps them until the daemon says its log holds them, and
-    sends them encoded in one go (worker_frames.encode_items: a turn's
-    texts that follow each other as one `texts` frame, the turn frames of a
-    round as one `batch`), in one system call unless a big raw field (a
-    long run's result) goes as its own. A lock on the hot path made 64
-    turn threads queue behind whichever of them the GIL had just paused while
-    it held the lock: 25 us of CPU per delta instead of 1 to 2.
+    thread appends them to its turn's `pending` list (a text as itself,
+    anything else as (kind, payload, size); a list's append is one call that
+    never waits for another thread) and, the first time since the writer
+    last looked, puts the turn on `incoming` and wakes the writer if it
+    sleeps. The writer thread takes everything that piled up, numbers each
+    turn's frames (`seq`) in the order they were put, keeps them until the
+    daemon says its log holds them, and sends them encoded in one go
+    (worker_frames.encode_items: a turn's texts that follow each other as
+    one `texts` frame, the turn frames of a round as one `batch`), in one
+    system call unless a big raw field (a long run's result) goes as its
+    own. Frames of different turns keep no order among themselves; nothing
+    reads them in any. A lock on the hot path made 64 turn threads queue
+    behind whichever of them the GIL had just paused while it held the
+    lock: 25 us of CPU per delta instead of 1 to 2; a tuple and a deque
+    entry per delta cost 0.6 us where a list append costs 0.15.
 
     Everything else (questions, a turn's end, replies, heartbeats, attaching
     and acknowledgements) goes under `lock`, after numbering what is on
@@ -70,24 +93,27 @@ class Connection:
     # for a full queue.
     UNACKED_LIMIT = 64 << 20
     # A turn's frames put but not yet taken by the writer (it is busy
-    # sending), past which that turn's senders wait for it.
-    TURN_BACKLOG = 1 << 20
+    # sending), past which that turn's senders go the slow way (and wait
+    # there once the queue is full); a frame longer than PENDING_TEXT goes
+    # that way at once. At most about 1 MB waits per turn.
+    PENDING_FRAMES = 8192
+    PENDING_TEXT = 128
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock: socket.socket | None = wait_in_poll(sock)
         self.inbox: BinaryIO | None = sock.makefile("rb")
         self.lock = threading.RLock()
         self.cond = threading.Condition(self.lock)
-        # (turn, kind, payload, size) put by agent threads; taken only under the lock.
+        self._full = self._gated = self._broken = self._draining = False
+        self.slow = False  # any of those four: turns' frames go under the lock
+        # Turns with frames on their `pending` list, put by agent threads
+        # (maybe twice); taken only under the lock.
         self.incoming: collections.deque = collections.deque()
         self.wakeups: queue.SimpleQueue = queue.SimpleQueue()  # what the idle writer waits on
         self.queue: list[tuple] = []  # numbered frames to send: (turn id or 0, seq, kind, payload)
         self.queued = 0  # about the bytes in self.queue
         self.blocked = 0  # senders waiting for room
         self.writer_idle = False  # the writer waits on `wakeups`: the next frame wakes it
-        self.full = False  # the queue or the kept frames are over their bound: senders go the slow way and wait
-        self.gated = False  # gate(): a turn's next frame waits for the lock
-        self.broken = False
         self.outlives_daemon = False  # a lost socket makes an orphan, not a dead connection
         self.draining = False  # told by a daemon of another version: no daemon will come; frames go nowhere
         self.sending: socket.socket | None = None  # the socket the writer is writing to
@@ -98,17 +124,22 @@ class Connection:
         self.turns: dict[int, "Turn"] = {}  # every turn live or with kept frames: what an attach is told
         threading.Thread(target=self._send_loop, name="hermes-bridge-frames", daemon=True).start()
 
+    # Set under the lock; each sends turns' frames the slow way while set.
+    full = _slow_way_flag("full")  # the queue or the kept frames are over their bound: senders wait
+    gated = _slow_way_flag("gated")  # gate(): a turn's next frame waits for the lock
+    broken = _slow_way_flag("broken")
+    draining = _slow_way_flag("draining")
+
     # -- a turn's stream: no lock ------------------------------------------------
     def text_sender(self, turn: "Turn") -> Callable[[Any], None]:
         """The turn's stream callback, which the agent calls for every delta
         (thousands of times a second per turn): one Python call that makes
-        the delta valid text, puts it on `incoming` and wakes the writer if
-        it sleeps. The four calls it replaced (sink, clean_text, send_text,
-        _put) were half of the worker's own CPU per delta. None (the agent's
-        end of a segment) is no text."""
-        put = self.incoming.append
+        the delta valid text and appends it to the turn's `pending`. None
+        (the agent's end of a segment) is no text."""
+        pending = turn.pending
+        put = pending.append
         overhead = frames.FRAME_OVERHEAD
-        backlog = self.TURN_BACKLOG
+        most, longest = self.PENDING_FRAMES, self.PENDING_TEXT
 
         def text(delta: Any) -> None:
             if delta is None:
@@ -117,15 +148,12 @@ class Connection:
                 delta = str(delta)
             if not delta.isascii():
                 delta = clean_text(delta)
-            size = len(delta) + overhead
-            if (turn.closed or self.broken or self.draining or self.full or self.gated
-                    or turn.put_bytes - turn.taken_bytes > backlog):
-                self._put(turn, "texts", [delta], size)
+            if self.slow or len(delta) > longest or len(pending) >= most:
+                self._put(turn, "texts", [delta], len(delta) + overhead)
                 return
-            turn.put_bytes += size
-            put((turn, "text", delta, size))
-            if self.writer_idle:  # after the append: see _put
-                self._wake()
+            put(delta)
+            if not turn.queued:
+                self._announce(turn)
 
         return text
 
@@ -135,14 +163,21 @@ class Connection:
     def _put(self, turn: "Turn", kind: str, payload: Any, size: int) -> bool:
         if turn.closed or self.broken or self.draining:
             return False  # a thread the turn left behind, or nobody will ever read it
-        if self.full or self.gated or turn.put_bytes - turn.taken_bytes > self.TURN_BACKLOG:
+        if self.slow or size > self.PENDING_TEXT + frames.FRAME_OVERHEAD or len(turn.pending) >= self.PENDING_FRAMES:
             with self.lock:
                 return self._send_locked(turn, kind, payload, size)
-        # put_bytes is counted by the turn's own threads only, taken_bytes only under the lock.
-        turn.put_bytes += size
-        self.incoming.append((turn, kind, payload, size))
-        self._wake()  # after the append: a writer going idle looks at `incoming` after saying so
+        turn.pending.append((kind, payload, size))
+        if not turn.queued:
+            self._announce(turn)
         return True
+
+    def _announce(self, turn: "Turn") -> None:
+        """The turn has frames pending: the next look at `incoming` finds it.
+        After the append to `pending`; _take_incoming clears `queued` before
+        it looks, so a frame is either taken or announced again."""
+        turn.queued = True
+        self.incoming.append(turn)
+        self._wake()  # after the append: a writer going idle looks at `incoming` after saying so
 
     # -- everything else: under the lock ------------------------------------------
     # Positional-only: an ask frame has a field named "kind".
@@ -201,25 +236,44 @@ class Connection:
         return not (self.broken or turn.closed or self.draining)
 
     def _take_incoming(self) -> None:
-        """Numbers (and keeps, and queues) what agent threads put, in the order
-        they put it. Under the lock: nothing else takes from `incoming`. A
-        turn's texts that follow each other there are numbered as one run
-        (a turn thread streams for a whole GIL slice at a time)."""
+        """Numbers (and keeps, and queues) what agent threads put, each turn's
+        in the order they put it. Under the lock: nothing else takes from
+        `incoming` or `pending`. A turn's texts that follow each other are
+        numbered as one run (a turn thread streams for a whole GIL slice at
+        a time)."""
         incoming = self.incoming
         took = bool(incoming)
+        overhead = frames.FRAME_OVERHEAD
         while incoming:
-            turn, kind, payload, size = incoming.popleft()
-            if kind == "text":  # the stream callback's own, one delta each: a `texts` frame for the run
-                kind, payload = "texts", [payload]
-                while incoming and incoming[0][0] is turn and incoming[0][1] == "text":
-                    more = incoming.popleft()
-                    payload.append(more[2])
-                    size += more[3]
-            turn.taken_bytes += size
-            if not (turn.closed or self.broken or self.draining):
-                self._number(turn, kind, payload, size)
+            turn = incoming.popleft()
+            turn.queued = False  # before looking: whatever is put from now on announces the turn again
+            pending = turn.pending
+            count = len(pending)
+            if not count:
+                continue  # announced twice
+            items = pending[:count]
+            del pending[:count]  # (its producers only ever append)
+            if turn.closed or self.broken or self.draining:
+                continue
+            if set(map(type, items)) == _ONLY_TEXTS:
+                self._number(turn, "texts", items, sum(map(len, items)) + overhead * count)
+            else:
+                self._number_mixed(turn, items)
         if took and self.blocked:
             self.cond.notify_all()  # a turn over its backlog may go on
+
+    def _number_mixed(self, turn: "Turn", items: list) -> None:
+        texts: list[str] = []
+        for item in items:
+            if item.__class__ is str:
+                texts.append(item)
+                continue
+            if texts:
+                self._number(turn, "texts", texts, sum(map(len, texts)) + frames.FRAME_OVERHEAD * len(texts))
+                texts = []
+            self._number(turn, *item)
+        if texts:
+            self._number(turn, "texts", texts, sum(map(len, texts)) + frames.FRAME_OVERHEAD * len(texts))
 
     def _number(self, turn: "Turn", kind: str, payload: Any, size: int) -> None:
         """Gives a turn's frame its seq (a `texts` frame, whose payload is its
@@ -253,7 +307,9 @@ class Connection:
         self._update_full()
 
     def _update_full(self) -> None:
-        self.full = self.queued > self.QUEUE_LIMIT or self.unacked_bytes > self.UNACKED_LIMIT
+        full = self.queued > self.QUEUE_LIMIT or self.unacked_bytes > self.UNACKED_LIMIT
+        if full != self._full:
+            self.full = full
 
     def _wake(self) -> None:
         """The writer, if it waits for frames, looks again. (Two threads may

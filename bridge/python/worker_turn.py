@@ -33,10 +33,11 @@ class Turn:
         self.seq = 0  # the last seq written; the connection's lock guards it
         self.closed = False  # turn_end written (or the turn dropped): nothing more of it
         self.held = False  # an attached daemon has not yet said it follows the turn
-        # Bytes of its frames put on the connection's `incoming` (by its own
-        # threads) and taken off it (by the writer): its backlog there.
-        self.put_bytes = 0
-        self.taken_bytes = 0
+        # Its frames put by its threads, not yet taken by the connection's
+        # writer (Connection.text_sender), and whether the turn is on the
+        # connection's `incoming` for them.
+        self.pending: list = []
+        self.queued = False
         # The agent's stream callback (Connection.text_sender): one delta, on
         # the hot path.
         self.text = worker.conn.text_sender(self)

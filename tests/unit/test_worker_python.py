@@ -32,7 +32,7 @@ class FakeTurn:
 
     def __init__(self, turn_id: int) -> None:
         self.turn_id, self.seq, self.closed, self.held = turn_id, 0, False, False
-        self.put_bytes = self.taken_bytes = 0
+        self.pending, self.queued = [], False
 
 
 class FrameCodec(unittest.TestCase):
@@ -194,6 +194,8 @@ class Batching(ConnectionCase):
         self.assertEqual([(f["t"], f["turn"], f["seq"]) for f in third["frames"]], [("texts", 2, 2), ("event", 2, 3)])
 
     def test_a_turns_texts_that_follow_each_other_go_as_one_texts_frame(self):
+        # Another turn's frames between them do not split them: turns keep
+        # their own order, not one among each other.
         a, b = FakeTurn(1), FakeTurn(2)
         with self.conn.lock:
             for i in range(5):
@@ -202,10 +204,11 @@ class Batching(ConnectionCase):
             self.conn.text_sender(a)("a5 ")
             self.conn.send_event(a, '{"event": "x"}')
             self.conn.text_sender(a)("a6 ")
+            self.conn.send_event(b, '{"event": "y"}')
         batch = frames.read(self.inbox)
         self.assertEqual([(f["t"], f["turn"], f["seq"], f.get("texts")) for f in batch["frames"]],
-                         [("texts", 1, 1, ["a0 ", "a1 ", "a2 ", "a3 ", "a4 "]), ("texts", 2, 1, ["b0 "]),
-                          ("texts", 1, 6, ["a5 "]), ("event", 1, 7, None), ("texts", 1, 8, ["a6 "])])
+                         [("texts", 1, 1, ["a0 ", "a1 ", "a2 ", "a3 ", "a4 ", "a5 "]), ("event", 1, 7, None),
+                          ("texts", 1, 8, ["a6 "]), ("texts", 2, 1, ["b0 "]), ("event", 2, 2, None)])
         self.assertEqual([(f["t"], f["seq"], f.get("text")) for f in frames.expand(batch)][:3],
                          [("text", 1, "a0 "), ("text", 2, "a1 "), ("text", 3, "a2 ")])
 
@@ -233,6 +236,63 @@ class Batching(ConnectionCase):
             self.assertEqual([f["text"] for f in frames_ if f["t"] == "text"], [f"{i} " for i in range(500)])
             self.assertEqual([f["t"] for f in frames_].count("event"), 5)
             self.assertEqual(frames_[-1]["t"], "turn_end")
+
+    def test_threads_sharing_a_turn_lose_nothing_and_each_keep_their_order(self):
+        # Two threads put on one turn's pending list at once while the writer
+        # keeps taking from it: every frame arrives once, seq without gaps.
+        turn = FakeTurn(1)
+        text = self.conn.text_sender(turn)
+
+        def stream(name: str) -> None:
+            for i in range(3000):
+                text(f"{name}{i} ")
+                if i % 500 == 0:
+                    self.conn.send_event(turn, f'{{"event": "{name}{i}"}}')
+
+        threads = [threading.Thread(target=stream, args=(name,)) for name in "xy"]
+        for x in threads:
+            x.start()
+        for x in threads:
+            x.join()
+        self.conn.end_turn(turn, status="complete", result="{}", error=None, history="[]", message_count=0)
+        got: list[dict] = []
+        while not got or got[-1]["t"] != "turn_end":
+            got += frames.expand(frames.read(self.inbox))
+        self.assertEqual([f["seq"] for f in got], list(range(1, 6000 + 12 + 2)))
+        for name in "xy":
+            self.assertEqual([f["text"] for f in got if f["t"] == "text" and f["text"].startswith(name)],
+                             [f"{name}{i} " for i in range(3000)])
+            self.assertEqual([f["json"] for f in got if f["t"] == "event" and name in f["json"]],
+                             [f'{{"event": "{name}{i}"}}' for i in range(0, 3000, 500)])
+
+    def test_a_turn_with_too_much_pending_or_a_long_frame_goes_the_slow_way_in_order(self):
+        # While the writer cannot take (the lock is held), a turn's pending
+        # list stops at its bound: the next delta waits for the lock, as
+        # does a long one at once; nothing is reordered.
+        self.conn.PENDING_FRAMES = 3
+        turn = FakeTurn(1)
+        text = self.conn.text_sender(turn)
+        done = threading.Event()
+        with self.conn.lock:
+            for i in range(3):
+                text(f"{i} ")
+
+            def more() -> None:
+                text("3 ")  # over the bound: waits for the lock
+                self.conn.send_event(turn, '{"event": "e"}')
+                text("x" * 200)  # long: the slow way at once
+                done.set()
+
+            threading.Thread(target=more, daemon=True).start()
+            self.assertFalse(done.wait(0.3))
+            self.assertEqual(turn.pending, ["0 ", "1 ", "2 "])
+        self.assertTrue(done.wait(5))
+        self.conn.end_turn(turn, status="complete", result="{}", error=None, history="[]", message_count=0)
+        got: list[dict] = []
+        while not got or got[-1]["t"] != "turn_end":
+            got += frames.expand(frames.read(self.inbox))
+        self.assertEqual([(f["seq"], f.get("text", f.get("json"))) for f in got][:6],
+                         [(1, "0 "), (2, "1 "), (3, "2 "), (4, "3 "), (5, '{"event": "e"}'), (6, "x" * 200)])
 
     def test_an_idle_writer_sends_a_lone_frame_as_itself(self):
         self.conn.text_sender(FakeTurn(1))("alone ")
