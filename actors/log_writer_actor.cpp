@@ -109,6 +109,7 @@ void commit_now(writer_actor* self) {
   st.commit_queued = false;
   if (st.batches->degraded())
     return; // the retry commits
+  shared_run_windows::change change(st.windows.get());
   auto rows = st.batches->commit();
   if (!rows)
     return on_write_failed(self);
@@ -122,6 +123,7 @@ void retry_held(writer_actor* self) {
   auto& st = self->state;
   if (!st.batches->degraded())
     return;
+  shared_run_windows::change change(st.windows.get());
   if (!st.batches->retry()) {
     self->delayed_send(self, retry_period, retry_due{});
     return;
@@ -314,6 +316,7 @@ void prune_step(writer_actor* self) {
     self->delayed_send(self, st.retention.interval, prune_due{});
     return;
   }
+  shared_run_windows::change change(st.windows.get());
   bool more = false;
   try {
     more = st.pruner.step(st.batches->log().database(), st.retention.policy, now_seconds());

@@ -112,14 +112,14 @@ void run_windows::forget(const std::string& run_id) {
   windows_.erase(it);
 }
 
-std::optional<output_reply> run_windows::answer(const output_query& q) const {
+std::optional<output_reply> run_windows::answer(const output_query& q, bool log_held) const {
   auto it = windows_.find(q.run_id);
   if (it == windows_.end())
     return std::nullopt;
   const window& w = it->second;
   int64_t from = q.include_output ? 0 : q.cursor; // the whole output, or from the cursor on
-  if (q.cursor < w.delta_base || q.cursor > w.delta_count || q.event_cursor < w.event_base ||
-      q.event_cursor > w.event_count || from < w.delta_base)
+  bool past_end = q.cursor > w.delta_count || q.event_cursor > w.event_count;
+  if (q.cursor < w.delta_base || q.event_cursor < w.event_base || from < w.delta_base || (past_end && !log_held))
     return std::nullopt;
   // A bounded read that could stop early is the log's to answer: it says
   // where. What it would take at most: each delta's text, and again,
@@ -136,8 +136,8 @@ std::optional<output_reply> run_windows::answer(const output_query& q) const {
   } else {
     run.status = "running";
   }
-  run.delta_from = from;
-  run.event_from = q.event_cursor;
+  run.delta_from = std::min(from, w.delta_count); // (as a read clamps them)
+  run.event_from = std::min(q.event_cursor, w.event_count);
   run.delta_count = w.delta_count;
   run.event_count = w.event_count;
   int64_t delta = w.delta_base, event = w.event_base;

@@ -4,9 +4,10 @@
 // is up to date is answered from memory when the next commit lands. A run whose end was told (run_ending) keeps its window a
 // while, done, for the poll that sees it end. Each answer is the line a
 // read of the log at the same cursors gives, built by the same code. What a
-// window cannot answer (cursors before its start or past its end, a run
-// whose end or a retried write the notices could not tell, one retention
-// pruned) is read from the log, as before.
+// window cannot answer (cursors before its start, or past its end while the
+// log may hold a commit the windows do not; a run whose end or a retried
+// write the notices could not tell, one retention pruned) is read from the
+// log, as before.
 #pragma once
 
 #include "actors/log_messages.hpp"
@@ -34,7 +35,11 @@ public:
   // without a tail is forgotten.
   void on_committed(log_committed& touched);
   // A read's answer (log_reader_actor's), when the run's window holds it.
-  std::optional<output_reply> answer(const output_query& q) const;
+  // `log_held`: the windows hold every change made to the log, so a cursor
+  // past a window's end is past the run's end in the log too (a client's
+  // mistake, or a poller asking only for the status), answered as the log
+  // answers it.
+  std::optional<output_reply> answer(const output_query& q, bool log_held) const;
 
   size_t runs() const { return windows_.size(); }
   size_t ended_runs() const { return ended_.size(); }

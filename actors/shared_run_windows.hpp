@@ -12,11 +12,20 @@
 // first and reads `following` after. A commit the broker's look did not
 // see took the lock after it, so its read of the flag comes after the
 // broker set it.
+//
+// Why a cursor past a window's end may be answered from it: a client can
+// only hold such a cursor from a log read of a commit the windows do not
+// hold yet (or by its own mistake, which the log would answer the same way).
+// The writer counts a change as begun before any reader can see it and says
+// the windows hold it only once they do; while the two counts differ, the
+// log answers.
 #pragma once
 
 #include "actors/run_windows.hpp"
 
 #include <atomic>
+#include <cstdint>
+#include <exception>
 #include <mutex>
 
 namespace hb::actors {
@@ -37,8 +46,35 @@ public:
 
   std::optional<output_reply> answer(const output_query& q) const {
     std::lock_guard<std::mutex> lock(mu_);
-    return windows_.answer(q);
+    return windows_.answer(q, !lost_ && held_ == begun_.load());
   }
+
+  // The writer's bracket around anything that changes what a read of the
+  // log sees (a commit, a retry, a pruning step), made before it and ended
+  // once the windows hold the change; left by an exception, the windows
+  // never count as holding the log again (the log answers past ends).
+  class change {
+  public:
+    explicit change(shared_run_windows* windows) : windows_(windows) {
+      if (windows_)
+        windows_->begun_.fetch_add(1);
+    }
+    ~change() {
+      if (!windows_)
+        return;
+      std::lock_guard<std::mutex> lock(windows_->mu_);
+      if (std::uncaught_exceptions() == exceptions_)
+        windows_->held_ = windows_->begun_.load();
+      else
+        windows_->lost_ = true;
+    }
+    change(const change&) = delete;
+    change& operator=(const change&) = delete;
+
+  private:
+    shared_run_windows* windows_;
+    int exceptions_ = std::uncaught_exceptions();
+  };
 
   // The broker: true before it looks for a new follower's news; false once
   // it has none.
@@ -57,6 +93,9 @@ private:
   mutable std::mutex mu_;
   run_windows windows_;
   std::atomic<bool> following_{false};
+  std::atomic<uint64_t> begun_{0};
+  uint64_t held_ = 0;  // under mu_
+  bool lost_ = false;  // under mu_: a change may be missing for good
 };
 
 } // namespace hb::actors

@@ -4,6 +4,7 @@
 // window cannot vouch for is read as before.
 #include "actors/responses.hpp"
 #include "actors/run_windows.hpp"
+#include "actors/shared_run_windows.hpp"
 #include "fake_hub_port.hpp"
 #include "storage/log_reader.hpp"
 #include "storage/log_writer.hpp"
@@ -104,7 +105,7 @@ TEST_CASE("run windows: every answer is the line a read of the log gives", "[run
   run_windows windows(run_windows::limits{300, 1 << 20}); // small: its start moves on
   std::mt19937 random(7);
   auto pick = [&](int n) { return static_cast<int>(random() % static_cast<unsigned>(n)); };
-  int answered = 0, refused = 0;
+  int answered = 0, refused = 0, past_end = 0;
   for (int step = 0; step < 400; ++step) {
     run.stream_some(random, step);
     auto told = run.commit();
@@ -116,12 +117,14 @@ TEST_CASE("run windows: every answer is the line a read of the log gives", "[run
       output_query q{"r1", anywhere ? pick(static_cast<int>(counts->deltas) + 2) : near_end(counts->deltas),
                      anywhere ? pick(static_cast<int>(counts->events) + 2) : near_end(counts->events),
                      pick(5) == 0, pick(3) == 0 ? 1 << 20 : 0};
-      auto known = windows.answer(q);
+      bool log_held = pick(2) == 0; // (it is: each commit is told before the next)
+      auto known = windows.answer(q, log_held);
       if (!known) {
         ++refused;
         continue;
       }
       ++answered;
+      past_end += q.cursor > counts->deltas || q.event_cursor > counts->events;
       auto read = run.read(q);
       REQUIRE(known->line == read.line);
       CHECK(known->news == read.news);
@@ -132,6 +135,7 @@ TEST_CASE("run windows: every answer is the line a read of the log gives", "[run
   }
   CHECK(answered > 200); // both ways taken often
   CHECK(refused > 200);
+  CHECK(past_end > 50);
   CHECK(windows.bytes() <= 300 + 60);
 }
 
@@ -154,7 +158,7 @@ TEST_CASE("run windows: a told end is answered done as a read of the log gives i
   auto done = run.read(output_query{"r1", 0, 0, true, 0});
   REQUIRE(done.done);
   // The poll that sees it end: from the cursors the previous commit left.
-  auto last = windows.answer(output_query{"r1", before->deltas, before->events, false, 0});
+  auto last = windows.answer(output_query{"r1", before->deltas, before->events, false, 0}, false);
   REQUIRE(last);
   CHECK(last->line == run.read(output_query{"r1", before->deltas, before->events, false, 0}).line);
   int answered = 0;
@@ -162,7 +166,7 @@ TEST_CASE("run windows: a told end is answered done as a read of the log gives i
     for (int64_t event_cursor = 0; event_cursor <= done.event_cursor + 1; ++event_cursor)
       for (bool include_output : {false, true}) {
         output_query q{"r1", cursor, event_cursor, include_output, 0};
-        auto known = windows.answer(q);
+        auto known = windows.answer(q, true); // (past the end too: the log has no more than told)
         if (!known)
           continue;
         ++answered;
@@ -174,7 +178,53 @@ TEST_CASE("run windows: a told end is answered done as a read of the log gives i
         CHECK(known->event_cursor == read.event_cursor);
       }
   CHECK(answered > 10);
-  CHECK(!windows.answer(output_query{"r1", 0, 0, true, 0})); // its start was trimmed: the log answers
+  CHECK(!windows.answer(output_query{"r1", 0, 0, true, 0}, true)); // its start was trimmed: the log answers
+}
+
+TEST_CASE("shared run windows: a cursor past a run's end is answered from memory only while the windows hold "
+          "every change of the log",
+          "[run_windows]") {
+  live_run run;
+  shared_run_windows windows;
+  auto commit_told = [&] {
+    shared_run_windows::change change(&windows); // as the log writer brackets a commit
+    auto told = run.commit();
+    windows.committed(told);
+  };
+  run.delta("a");
+  commit_told();
+  output_query past{"r1", 1 << 30, 1 << 30, false, 0}; // a poller asking only for the status
+  auto status = windows.answer(past);
+  REQUIRE(status);
+  CHECK(status->line == run.read(past).line);
+  CHECK(status->cursor == 1);
+  CHECK(!status->news);
+
+  // A commit a read of the log already sees, not yet in the windows: a
+  // client may hold a cursor from that read, so the log answers.
+  std::optional<shared_run_windows::change> in_flight(&windows);
+  run.delta("b");
+  auto second = run.commit();
+  CHECK(!windows.answer(past));
+  CHECK(!windows.answer(output_query{"r1", 2, 2, false, 0})); // the cursor that read gave
+  CHECK(windows.answer(output_query{"r1", 1, 1, false, 0}));  // within the window: as before
+  windows.committed(second);
+  in_flight.reset();
+  auto after = windows.answer(past);
+  REQUIRE(after);
+  CHECK(after->line == run.read(past).line);
+  CHECK(after->cursor == 2);
+
+  // A change the writer left by an exception: never again held.
+  try {
+    shared_run_windows::change change(&windows);
+    throw std::runtime_error("commit failed");
+  } catch (const std::runtime_error&) {
+  }
+  CHECK(!windows.answer(past));
+  commit_told();
+  CHECK(!windows.answer(past));
+  CHECK(windows.answer(output_query{"r1", 2, 2, false, 0}));
 }
 
 TEST_CASE("run windows: ended runs are kept up to their number and leave first for live runs or when pruned",
@@ -185,7 +235,7 @@ TEST_CASE("run windows: ended runs are kept up to their number and leave first f
                        {}};
     windows.on_committed(told);
   };
-  auto answers = [&](const std::string& run_id) { return windows.answer(output_query{run_id, 0, 0, false, 0}); };
+  auto answers = [&](const std::string& run_id) { return windows.answer(output_query{run_id, 0, 0, false, 0}, false); };
   ended_now("e1");
   ended_now("e2");
   ended_now("e3");
@@ -227,8 +277,8 @@ TEST_CASE("run windows: a bounded read the log would cut is left to the log", "[
   auto cut = run.reader.read_run("r1", 0, 0, 50'000);
   REQUIRE(cut);
   REQUIRE(cut->cut);
-  CHECK(!windows.answer(output_query{"r1", 0, 0, false, 50'000}));
-  auto whole = windows.answer(output_query{"r1", 0, 0, false, 1 << 20}); // no cut: answered as a read gives
+  CHECK(!windows.answer(output_query{"r1", 0, 0, false, 50'000}, false));
+  auto whole = windows.answer(output_query{"r1", 0, 0, false, 1 << 20}, false); // no cut: answered as a read gives
   REQUIRE(whole);
   CHECK(whole->line == run.read(output_query{"r1", 0, 0, false, 0}).line);
 }
@@ -239,10 +289,10 @@ TEST_CASE("run windows: a run touched without a tail, or past the total bound, h
   run.delta("a");
   auto first = run.commit();
   windows.on_committed(first);
-  CHECK(windows.answer(output_query{"r1", 0, 0, false, 0}));
+  CHECK(windows.answer(output_query{"r1", 0, 0, false, 0}, false));
   log_committed end{{"r1"}, {"s1"}, {}, {}, {}}; // a big end, say
   windows.on_committed(end);
-  CHECK(!windows.answer(output_query{"r1", 1, 1, false, 0}));
+  CHECK(!windows.answer(output_query{"r1", 1, 1, false, 0}, true));
   CHECK(windows.bytes() == 0);
 
   run.delta(std::string(900, 'x'));

@@ -121,6 +121,7 @@ struct hub_fixture {
   }
   // The writer's part of a commit, then the hub's (told only while it follows).
   void commit(log_committed notice) {
+    shared_run_windows::change change(&windows); // (the log's commit came first: nothing reads meanwhile)
     if (windows.committed(notice))
       hub.on_committed(std::move(notice));
   }
