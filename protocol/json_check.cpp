@@ -5,24 +5,55 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
 namespace hb::protocol {
 
+namespace {
+
+// The closing quote of the string literal whose contents start at `from`,
+// or npos. A quote is escaped when an odd number of backslashes precede it
+// inside the string; each run of backslashes is counted once, by the quote
+// after it, so this stays linear. memchr does the scanning: an agent's
+// result is mostly a few long strings.
+size_t string_end(std::string_view text, size_t from) {
+  for (size_t at = from;; ++at) {
+    at = text.find('"', at);
+    if (at == std::string_view::npos)
+      return at;
+    size_t backslashes = 0;
+    while (at - backslashes > from && text[at - backslashes - 1] == '\\')
+      ++backslashes;
+    if (backslashes % 2 == 0)
+      return at;
+  }
+}
+
+constexpr uint64_t every_byte(uint8_t b) { return 0x0101010101010101ull * b; }
+
+// Whether none of the 8 bytes at `p` is a control character or a backslash:
+// the bytes a string's contents may hold as they are.
+bool plain_word(const char* p) {
+  uint64_t w;
+  std::memcpy(&w, p, 8);
+  uint64_t control = (w - every_byte(0x20)) & ~w & every_byte(0x80); // some byte < 0x20
+  uint64_t x = w ^ every_byte('\\');
+  uint64_t backslash = (x - every_byte(0x01)) & ~x & every_byte(0x80); // some byte == '\\'
+  return (control | backslash) == 0;
+}
+
+} // namespace
+
 bool nests_deeper_than(std::string_view text, size_t limit) {
   size_t depth = 0;
-  bool in_string = false, escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        in_string = false;
-      continue;
-    }
-    switch (c) {
-      case '"': in_string = true; break;
+  for (size_t i = 0; i < text.size(); ++i) {
+    switch (text[i]) {
+      case '"':
+        i = string_end(text, i + 1);
+        if (i == std::string_view::npos)
+          return false;
+        break;
       case '[':
       case '{':
         if (++depth > limit)
@@ -48,6 +79,10 @@ bool valid_string_contents(std::string_view s) {
   if (!is_valid_utf8(s))
     return false;
   for (size_t i = 0; i < s.size();) {
+    if (i + 8 <= s.size() && plain_word(s.data() + i)) {
+      i += 8;
+      continue;
+    }
     auto c = static_cast<unsigned char>(s[i]);
     if (c < 0x20)
       return false;
@@ -85,13 +120,9 @@ bool valid_string_contents(std::string_view s) {
 bool accepts_json(std::string_view text, size_t long_string) {
   std::string rest; // the text with each long string checked and left out (as "")
   size_t copied = 0;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '"')
-      continue;
-    size_t end = i + 1;
-    while (end < text.size() && text[end] != '"')
-      end += text[end] == '\\' ? 2 : 1;
-    if (end >= text.size())
+  for (size_t i = text.find('"'); i != std::string_view::npos; i = text.find('"', i + 1)) {
+    size_t end = string_end(text, i + 1);
+    if (end == std::string_view::npos)
       break; // unterminated: accept() says so
     if (end - i - 1 > long_string) {
       if (!valid_string_contents(text.substr(i + 1, end - i - 1)))

@@ -2,8 +2,10 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 namespace hb::protocol {
@@ -73,6 +75,11 @@ std::string to_valid_utf8(std::string_view bytes) {
 
 bool is_valid_utf8(std::string_view bytes) {
   for (size_t i = 0; i < bytes.size();) {
+    uint64_t word;
+    if (i + 8 <= bytes.size() && (std::memcpy(&word, bytes.data() + i, 8), (word & 0x8080808080808080ull) == 0)) {
+      i += 8; // eight ASCII bytes
+      continue;
+    }
     if (static_cast<unsigned char>(bytes[i]) < 0x80) {
       ++i;
       continue;
