@@ -219,7 +219,8 @@ class Connection:
                 self.gated = False
 
     def _send_locked(self, turn: "Turn", kind: str, payload: Any, size: int) -> bool:
-        self._take_incoming()  # what the turn put before comes first
+        self._take_incoming()  # what the turn put before comes first,
+        self._take(turn)  # even while another of its threads is between marking it queued and queuing it
         if not self._room_for(turn, size):
             return False
         self._number(turn, kind, payload, size)
@@ -243,24 +244,27 @@ class Connection:
         a time)."""
         incoming = self.incoming
         took = bool(incoming)
-        overhead = frames.FRAME_OVERHEAD
         while incoming:
             turn = incoming.popleft()
             turn.queued = False  # before looking: whatever is put from now on announces the turn again
-            pending = turn.pending
-            count = len(pending)
-            if not count:
-                continue  # announced twice
-            items = pending[:count]
-            del pending[:count]  # (its producers only ever append)
-            if turn.closed or self.broken or self.draining:
-                continue
-            if set(map(type, items)) == _ONLY_TEXTS:
-                self._number(turn, "texts", items, sum(map(len, items)) + overhead * count)
-            else:
-                self._number_mixed(turn, items)
+            self._take(turn)
         if took and self.blocked:
             self.cond.notify_all()  # a turn over its backlog may go on
+
+    def _take(self, turn: "Turn") -> None:
+        """Numbers what the turn's threads put so far. Under the lock."""
+        pending = turn.pending
+        count = len(pending)
+        if not count:
+            return  # announced twice, or taken by a sender of its own
+        items = pending[:count]
+        del pending[:count]  # (its producers only ever append)
+        if turn.closed or self.broken or self.draining:
+            return
+        if set(map(type, items)) == _ONLY_TEXTS:
+            self._number(turn, "texts", items, sum(map(len, items)) + frames.FRAME_OVERHEAD * count)
+        else:
+            self._number_mixed(turn, items)
 
     def _number_mixed(self, turn: "Turn", items: list) -> None:
         texts: list[str] = []

@@ -294,6 +294,24 @@ class Batching(ConnectionCase):
         self.assertEqual([(f["seq"], f.get("text", f.get("json"))) for f in got][:6],
                          [(1, "0 "), (2, "1 "), (3, "2 "), (4, "3 "), (5, '{"event": "e"}'), (6, "x" * 200)])
 
+    def test_a_turns_own_frame_under_the_lock_comes_after_what_it_put_while_another_thread_announces(self):
+        # Another of the turn's threads has marked it queued but not yet put
+        # it on `incoming` (paused between the two): what this thread puts
+        # goes on the turn's list unannounced, and its next frame under the
+        # lock must still come after it.
+        turn = FakeTurn(1)
+        text = self.conn.text_sender(turn)
+        with self.conn.lock:
+            turn.queued = True
+            text("earlier ")
+            self.conn.send_event(turn, '{"event": "long", "text": "' + "x" * 200 + '"}')  # the lock's way
+            self.conn.end_turn(turn, status="complete", result="{}", error=None, history="[]", message_count=0)
+        got: list[dict] = []
+        while not got or got[-1]["t"] != "turn_end":
+            got += frames.expand(frames.read(self.inbox))
+        self.assertEqual([(f["seq"], f["t"]) for f in got], [(1, "text"), (2, "event"), (3, "turn_end")])
+        self.assertEqual(got[0]["text"], "earlier ")
+
     def test_an_idle_writer_sends_a_lone_frame_as_itself(self):
         self.conn.text_sender(FakeTurn(1))("alone ")
         self.assertEqual(frames.read(self.inbox), {"t": "texts", "turn": 1, "seq": 1, "texts": ["alone "]})
