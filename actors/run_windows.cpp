@@ -140,8 +140,17 @@ std::optional<output_reply> run_windows::answer(const output_query& q, bool log_
   run.event_from = std::min(q.event_cursor, w.event_count);
   run.delta_count = w.delta_count;
   run.event_count = w.event_count;
-  int64_t delta = w.delta_base, event = w.event_base;
-  for (const auto& item : w.items) {
+  // The first item anything is wanted from, found from the end: a poll
+  // wants the last few items of a window of thousands, or none.
+  size_t first = w.items.size();
+  int64_t delta = w.delta_count, event = w.event_count;
+  while (first > 0 && (delta > from || event > q.event_cursor)) {
+    --first;
+    delta -= w.items[first].delta ? 1 : 0;
+    --event;
+  }
+  for (size_t i = first; i < w.items.size(); ++i) {
+    const auto& item = w.items[i];
     if (item.delta && delta++ >= from)
       run.deltas.push_back(item.text);
     if (event++ >= q.event_cursor) {
