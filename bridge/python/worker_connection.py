@@ -175,6 +175,9 @@ class Connection:
         """The turn has frames pending: the next look at `incoming` finds it.
         After the append to `pending`; _take_incoming clears `queued` before
         it looks, so a frame is either taken or announced again."""
+        if turn.closed:  # a thread the turn left behind: nothing of it is sent, nobody woken
+            turn.pending.clear()
+            return
         turn.queued = True
         self.incoming.append(turn)
         self._wake()  # after the append: a writer going idle looks at `incoming` after saying so

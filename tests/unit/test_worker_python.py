@@ -332,7 +332,10 @@ class Batching(ConnectionCase):
         a, b = FakeTurn(1), FakeTurn(2)
         self.conn.end_turn(a, status="complete", result="{}", error=None, history="[]", message_count=0)
         self.assertEqual(frames.read(self.inbox)["t"], "turn_end")
-        self.conn.text_sender(a)("late ")  # a thread the turn left behind
+        for _ in range(100):
+            self.conn.text_sender(a)("late ")  # a thread the turn left behind
+        self.assertLessEqual(len(a.pending), 1)  # not kept, and the writer not woken for it
+        self.assertFalse(a.queued)
         self.conn.text_sender(b)("b ")
         self.assertEqual(frames.read(self.inbox)["turn"], 2)
 
