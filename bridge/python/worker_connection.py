@@ -265,22 +265,22 @@ class Connection:
         if turn.closed or self.broken or self.draining:
             return
         if set(map(type, items)) == _ONLY_TEXTS:
-            self._number(turn, "texts", items, sum(map(len, items)) + frames.FRAME_OVERHEAD * count)
-        else:
-            self._number_mixed(turn, items)
-
-    def _number_mixed(self, turn: "Turn", items: list) -> None:
-        texts: list[str] = []
+            self._number_texts(turn, items)
+            return
+        texts: list[str] = []  # a run of texts between other frames
         for item in items:
             if item.__class__ is str:
                 texts.append(item)
                 continue
             if texts:
-                self._number(turn, "texts", texts, sum(map(len, texts)) + frames.FRAME_OVERHEAD * len(texts))
+                self._number_texts(turn, texts)
                 texts = []
             self._number(turn, *item)
         if texts:
-            self._number(turn, "texts", texts, sum(map(len, texts)) + frames.FRAME_OVERHEAD * len(texts))
+            self._number_texts(turn, texts)
+
+    def _number_texts(self, turn: "Turn", texts: list[str]) -> None:
+        self._number(turn, "texts", texts, sum(map(len, texts)) + frames.FRAME_OVERHEAD * len(texts))
 
     def _number(self, turn: "Turn", kind: str, payload: Any, size: int) -> None:
         """Gives a turn's frame its seq (a `texts` frame, whose payload is its
