@@ -165,8 +165,11 @@ class MisbehavingAgents(MemoryChecks):
                 with b.connect(timeout=120) as sock:
                     sock.sendall(json.dumps({"action": "subscribe", "run_id": flood["run_id"]}).encode() + b"\n")
                     for line in sock.makefile("rb"):
-                        if b'"done": true' in line[:400]:
-                            last = line  # its result holds the whole text twice: not parsed
+                        # The run's last line says so before its delta (its
+                        # status); its result holds the whole text twice: not
+                        # parsed.
+                        if b'"status": "running"' not in line[:400]:
+                            last = line
                             break
                         lines += 1
                         longest = max(longest, len(line))
@@ -177,10 +180,15 @@ class MisbehavingAgents(MemoryChecks):
                 stop.set()
                 sampler.join()
             self.assertIn(b'"status": "complete"', last[:400])
-            self.assertEqual(int(re.search(rb'"cursor": (\d+)', last[:400]).group(1)), deltas)
-            # Every line so far carried exactly the deltas up to its cursor
-            # (the last line may carry the rest: 64 KiB each).
-            self.assertEqual(text_bytes, cursor << 16)
+            self.assertIn(b'"done": true', last)
+            # The last line carries the deltas the client had not been sent
+            # when the run ended (a client behind by less than a line's worth).
+            tail = re.search(rb'"delta": "([^"]*)", "cursor": (\d+)', last)
+            self.assertIsNotNone(tail)
+            self.assertGreaterEqual(int(tail.group(2)), cursor)
+            self.assertEqual(int(tail.group(2)), deltas)
+            # Every line carried exactly the deltas up to its cursor: 64 KiB each.
+            self.assertEqual(text_bytes + len(tail.group(1)), deltas << 16)
             self.assertGreater(lines, FLOOD_MB // 4)
             self.assertLess(longest, 4 << 20)
             if not SANITIZED:
