@@ -131,6 +131,12 @@ CAF_TEST(a writer that keeps the run windows tells commits only while they follo
   CAF_REQUIRE(polled);
   auto line = nlohmann::json::parse(polled->line);
   CAF_CHECK_EQUAL(line["output"], "a");
+  // Each commit bracketed by the writer: the windows hold the whole log, so
+  // a status poll past the run's end is answered from them, as the log would.
+  auto past = windows->answer(output_query{"r1", 1000, 1000, false, 0});
+  CAF_REQUIRE(past);
+  CAF_CHECK_EQUAL(past->cursor, 1);
+  CAF_CHECK(!past->news);
   windows->following(true);
   delta("r1", "b");
   deliver();
