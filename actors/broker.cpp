@@ -9,6 +9,8 @@
 #include "actors/session_messages.hpp"
 #include "actors/studio_messages.hpp"
 
+#include <caf/io/network/default_multiplexer.hpp>
+
 #include <unistd.h>
 
 namespace hb::actors {
@@ -82,6 +84,8 @@ caf::behavior broker_behavior(broker_actor* self, listener listen,
     st.activity[row.session_id] = {profile.empty() ? "default" : profile, false};
   }
   st.acceptor = listen(self);
+  st.direct_sends = dynamic_cast<caf::io::network::default_multiplexer*>(&self->backend()) != nullptr;
+  st.pid = ::getpid();
   self->send(st.links.writer, log_watch{}); // commits are reported back for pushes
   self->delayed_send(self, st.settings->gc_interval, idle_sweep_due{});
   return {

@@ -55,6 +55,8 @@ std::string encode(const done_reply& r) {
 
 std::string encode(const ping_reply& r) {
   return object_writer{}
+    .reserve(512 + r.agent_root.size() + r.endpoint.size() + r.workers.size() + r.worker_details.size() +
+             r.agent.size() + r.version.size()) // ping's answer grows once, not by doubling
     .boolean("ok", true)
     .boolean("pong", true)
     .number("time", r.time)

@@ -86,6 +86,10 @@ struct broker_state {
   std::optional<caf::response_promise> handover;
   steady_time handover_deadline{};
   bool sweep_armed = false; // a read_due is on its way (see arm_sweep)
+  // Connections are real sockets (CAF's default multiplexer, not a test's):
+  // small answers may be sent at once (send_answers).
+  bool direct_sends = false;
+  int64_t pid = 0; // ping tells it
   // Each session's profile and whether a turn runs (session_activity).
   std::map<std::string, std::pair<std::string, bool>> activity;
   static inline const char* name = "broker";

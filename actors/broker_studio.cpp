@@ -110,7 +110,7 @@ void on_request(broker_actor* self, const reply_to& to, requests::destroy_profil
 
 void on_request(broker_actor* self, const reply_to& to, requests::worker_ping& r) {
   const auto& settings = *self->state.settings;
-  worker_ping_reply pong{now_seconds(), ::getpid(), settings.agent_root, r.profile, settings.hermes_home, 0, 0,
+  worker_ping_reply pong{now_seconds(), self->state.pid, settings.agent_root, r.profile, settings.hermes_home, 0, 0,
                          r.worker_key};
   for (auto& [id, entry] : self->state.activity)
     if (entry.first == r.profile) {
@@ -125,7 +125,7 @@ ping_reply ping_of(broker_actor* self) {
   ping_reply pong;
   pong.time = now_seconds();
   pong.agent_root = st.settings->agent_root;
-  pong.pid = ::getpid();
+  pong.pid = st.pid;
   pong.endpoint = st.settings->endpoint;
   for (auto& [id, entry] : st.activity) {
     auto& [profile, running] = entry;

@@ -179,6 +179,10 @@ int serve(const daemon_settings& settings, int listen_fd, std::shared_ptr<storag
   caf::actor_system_config cfg;
   quiet_scheduler(cfg);
   cfg.load<caf::io::middleman>();
+  // A request is one short line: after a read, CAF would read again until
+  // the socket is empty, a failed system call per request. The next
+  // iteration of the loop reads what else came.
+  cfg.set("middleman.max-consecutive-reads", 1);
   add_studio_message_types(cfg);
   add_question_message_types(cfg);
   add_run_message_types(cfg);

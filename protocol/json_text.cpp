@@ -1,5 +1,6 @@
 #include "protocol/json_text.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -94,8 +95,13 @@ bool is_valid_utf8(std::string_view bytes) {
 
 void append_quoted(std::string& out, std::string_view s) {
   out += '"';
-  for (char ch : s) {
-    auto c = static_cast<unsigned char>(ch);
+  size_t plain_from = 0; // what needs no escape is appended a run at a time
+  for (size_t i = 0; i < s.size(); ++i) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c != '"' && c != '\\')
+      continue;
+    out.append(s.data() + plain_from, i - plain_from);
+    plain_from = i + 1;
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
@@ -104,13 +110,10 @@ void append_quoted(std::string& out, std::string_view s) {
       case '\t': out += "\\t"; break;
       case '\b': out += "\\b"; break;
       case '\f': out += "\\f"; break;
-      default:
-        if (c < 0x20)
-          append_u_escape(out, c);
-        else
-          out += ch;
+      default: append_u_escape(out, c);
     }
   }
+  out.append(s.data() + plain_from, s.size() - plain_from);
   out += '"';
 }
 
@@ -120,48 +123,49 @@ void append_double(std::string& out, double value) {
     return;
   }
   // Shortest round-trip digits, then laid out the way Python's float repr
-  // does: positional for exponents -4..15, scientific otherwise.
+  // does: positional for exponents -4..15, scientific otherwise. On the
+  // stack: timestamps go into most answers.
   char buf[64];
   auto res = std::to_chars(buf, buf + sizeof buf, value, std::chars_format::scientific);
-  std::string_view sci(buf, static_cast<size_t>(res.ptr - buf));
-  bool negative = sci.front() == '-';
-  if (negative)
-    sci.remove_prefix(1);
-  auto e_pos = sci.find('e');
-  std::string digits;
-  for (char c : sci.substr(0, e_pos))
-    if (c != '.')
-      digits += c;
-  int exponent = std::atoi(std::string(sci.substr(e_pos + 1)).c_str());
-  while (digits.size() > 1 && digits.back() == '0')
-    digits.pop_back();
-  if (negative)
+  const char* p = buf;
+  if (*p == '-') {
     out += '-';
+    ++p;
+  }
+  const char* e = std::find(p, static_cast<const char*>(res.ptr), 'e');
+  char digits[32];
+  size_t n = 0;
+  for (const char* q = p; q < e; ++q)
+    if (*q != '.')
+      digits[n++] = *q;
+  while (n > 1 && digits[n - 1] == '0')
+    --n;
+  int exponent = 0;
+  std::from_chars(e + 1 + (e[1] == '+' ? 1 : 0), res.ptr, exponent);
   int decpt = exponent + 1; // digits are 0.d1d2... x 10^decpt
   if (decpt > -4 && decpt <= 16) {
     if (decpt <= 0) {
       out += "0.";
       out.append(static_cast<size_t>(-decpt), '0');
-      out += digits;
-    } else if (static_cast<size_t>(decpt) >= digits.size()) {
-      out += digits;
-      out.append(static_cast<size_t>(decpt) - digits.size(), '0');
+      out.append(digits, n);
+    } else if (static_cast<size_t>(decpt) >= n) {
+      out.append(digits, n);
+      out.append(static_cast<size_t>(decpt) - n, '0');
       out += ".0";
     } else {
-      out += digits.substr(0, static_cast<size_t>(decpt));
+      out.append(digits, static_cast<size_t>(decpt));
       out += '.';
-      out += digits.substr(static_cast<size_t>(decpt));
+      out.append(digits + decpt, n - static_cast<size_t>(decpt));
     }
     return;
   }
   out += digits[0];
-  if (digits.size() > 1) {
+  if (n > 1) {
     out += '.';
-    out += digits.substr(1);
+    out.append(digits + 1, n - 1);
   }
   char exp_buf[16];
-  std::snprintf(exp_buf, sizeof exp_buf, "e%c%02d", exponent < 0 ? '-' : '+',
-                std::abs(exponent));
+  std::snprintf(exp_buf, sizeof exp_buf, "e%c%02d", exponent < 0 ? '-' : '+', std::abs(exponent));
   out += exp_buf;
 }
 
@@ -265,7 +269,8 @@ object_writer& object_writer::str(std::string_view k, std::string_view v) {
 
 object_writer& object_writer::integer(std::string_view k, int64_t v) {
   key(k);
-  out_ += std::to_string(v);
+  char digits[24];
+  out_.append(digits, static_cast<size_t>(std::to_chars(digits, digits + sizeof digits, v).ptr - digits));
   return *this;
 }
 
