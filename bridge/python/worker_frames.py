@@ -76,7 +76,7 @@ def encode_items(items: list[tuple]) -> list[Any]:
             run.clear()
 
     for turn, seq, kind, fields in items:
-        if kind == "texts":
+        if kind == "texts":  # keys in this order: the daemon reads this spelling fastest (FRAMES.md)
             run.append({"t": "texts", "turn": turn, "seq": seq, "texts": fields})
         elif turn and not _has_raw(fields):
             run.append({"t": kind, "turn": turn, "seq": seq, **fields})

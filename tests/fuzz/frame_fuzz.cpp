@@ -2,8 +2,10 @@
 // daemon writes to a worker), cut into chunks as a socket would deliver
 // them. Anything but a frame_error escaping is a crash to report (the
 // daemon's reading thread would die with it), and whatever decodes must
-// encode and decode again to the same frame.
+// encode and decode again to the same frame. A body the fast way for
+// streamed texts takes, the general decoder takes as the same frame.
 #include "bridge/worker/frames.hpp"
+#include "bridge/worker/texts_decoder.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -25,6 +27,18 @@ template <class Decode> void check(const std::string& body, Decode decode) {
   }
 }
 
+void check_fast_way(const std::string& body) {
+  auto fast = decode_texts_quickly(body);
+  if (!fast)
+    return;
+  try {
+    if (encode(decode_from_worker_generally(body)) != encode(*fast))
+      std::abort();
+  } catch (const frame_error&) {
+    std::abort(); // accepted quickly, refused generally
+  }
+}
+
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -39,6 +53,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         check(*body, decode_from_worker);
         check(*body, [](const std::string& b) { return decode_taking(std::string(b)); });
         check(*body, decode_to_worker);
+        check_fast_way(*body);
       }
     }
   } catch (const frame_error&) {
@@ -48,5 +63,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   check(body, decode_from_worker);
   check(body, [](const std::string& b) { return decode_taking(std::string(b)); });
   check(body, decode_to_worker);
+  check_fast_way(body);
   return 0;
 }

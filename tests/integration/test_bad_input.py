@@ -188,6 +188,20 @@ class BadInput(unittest.TestCase):
         self.assertEqual(got, [expected] * 5)
         self.assert_still_serving()
 
+    def test_bytes_after_a_one_shot_request_end_in_a_clean_close(self):
+        # The daemon answers the first line and ignores the rest. Closing a
+        # socket the client's bytes still wait in would reset the connection:
+        # the client would read its answer, then an error instead of the end
+        # (on TCP the answer itself could be lost).
+        for extra in (4 << 10, 100 << 10):
+            with self.subTest(extra=extra), self.bridge.connect() as sock:
+                sock.sendall(b'{"action": "ping"}\n' + b"x" * extra)
+                chunks = []
+                while chunk := sock.recv(65536):
+                    chunks.append(chunk)
+                self.assertTrue(json.loads(b"".join(chunks))["pong"])
+        self.assert_still_serving()
+
     def test_connections_that_end_with_eof_leave_no_descriptor_behind(self):
         def settled(baseline: int) -> int:
             deadline = time.monotonic() + 10

@@ -1,6 +1,8 @@
 // The daemon-worker frames: every kind survives the round trip, and a
 // stream cut anywhere or filled with garbage is refused, never misread.
 #include "bridge/worker/frames.hpp"
+#include "bridge/worker/texts_decoder.hpp"
+#include "protocol/json_text.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -290,4 +292,97 @@ TEST_CASE("worker frames: raw fields that do not add up are refused", "[worker]"
                                 head + R"(, "raw": [["result"]]})" + "\n{}",           // not a pair
                                 head + R"(, "raw": [["result", 3]]})" + "\n\"\xff\""}) // not UTF-8
     REQUIRE_THROWS_AS(decode_from_worker(bad), frame_error);
+}
+
+namespace {
+
+// A streaming turn's frames as the worker's json.dumps writes them (the
+// daemon's own encoder leaves out the spaces), from random texts.
+struct streamed {
+  std::string body;
+  from_worker frame;
+};
+
+streamed random_texts_body(std::mt19937& rng) {
+  static const std::vector<std::string> pieces = {
+    "a", "word ", "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80", "\"", "\\", "/", "\n", "\t", "\r", "\b", "\f",
+    "\x7f", std::string(40, 'x')};
+  static const std::vector<std::string> rare = {"\x01", "\x1f"}; // json.dumps writes \u0001, \u001f
+  auto one = [&] {
+    texts t{rng() % 3 == 0 ? uint64_t{rng()} << 31 : rng() % 100, rng() % 1000, {}};
+    for (size_t i = 0, n = 1 + rng() % 5; i < n; ++i) {
+      std::string s;
+      for (size_t k = 0, m = rng() % 6; k < m; ++k)
+        s += rng() % 100 == 0 ? rare[rng() % rare.size()] : pieces[rng() % pieces.size()];
+      t.texts.push_back(s);
+    }
+    return t;
+  };
+  auto as_json = [](const texts& t) {
+    return hb::protocol::json{{"t", "texts"}, {"turn", t.turn}, {"seq", t.seq}, {"texts", t.texts}};
+  };
+  if (rng() % 4 == 0) {
+    texts t = one();
+    return {hb::protocol::dumps(as_json(t)), t};
+  }
+  batch b;
+  auto frames = hb::protocol::json::array();
+  for (size_t i = 0, n = 1 + rng() % 4; i < n; ++i) {
+    texts t = one();
+    frames.push_back(as_json(t));
+    b.frames.push_back(t);
+  }
+  return {hb::protocol::dumps(hb::protocol::json{{"t", "batch"}, {"frames", frames}}), b};
+}
+
+} // namespace
+
+TEST_CASE("worker frames: streamed texts take the fast way and decode as the general decoder does", "[worker]") {
+  std::mt19937 rng(23);
+  int quick = 0, general = 0;
+  for (int round = 0; round < 5000; ++round) {
+    auto [body, frame] = random_texts_body(rng);
+    auto fast = decode_texts_quickly(body);
+    // The general decoder is the oracle; the frame the body was made from too.
+    REQUIRE(encode(decode_from_worker_generally(body)) == encode(frame));
+    REQUIRE(encode(decode_from_worker(body)) == encode(frame));
+    if (!fast) {
+      // Only a control character escaped as \u00XX is left to the general way.
+      REQUIRE(body.find("\\u00") != std::string::npos);
+      ++general;
+      continue;
+    }
+    ++quick;
+    REQUIRE(encode(*fast) == encode(frame));
+  }
+  CHECK(quick > 3000);
+  CHECK(general > 0);
+}
+
+TEST_CASE("worker frames: a damaged texts body decodes on the fast way only as the general decoder would", "[worker]") {
+  std::mt19937 rng(29);
+  int refused_quickly = 0, accepted = 0;
+  for (int round = 0; round < 20000; ++round) {
+    std::string body = random_texts_body(rng).body;
+    for (int k = 0, n = 1 + round % 3; k < n; ++k) {
+      size_t at = rng() % (body.size() + 1);
+      switch (rng() % 3) {
+        case 0: if (at < body.size()) body[at] = "0123456789 ,:[]{}\"\\\x80\xc3t-u"[rng() % 20]; break;
+        case 1: body.insert(at, 1, " 0\"\\,]}\n\xff"[rng() % 9]); break;
+        default: if (at < body.size()) body.erase(at, 1);
+      }
+    }
+    auto fast = decode_texts_quickly(body);
+    if (!fast) {
+      ++refused_quickly;
+      continue; // the general decoder takes it from here, as it always did
+    }
+    ++accepted;
+    // Whatever the fast way accepts, the general decoder accepts as the same frame.
+    from_worker expected;
+    REQUIRE_NOTHROW(expected = decode_from_worker_generally(body));
+    REQUIRE(encode(*fast) == encode(expected));
+  }
+  CHECK(accepted > 100); // damage that leaves a valid frame (a digit for a digit, an escape's letter)
+  CHECK(refused_quickly > 10000);
 }
