@@ -63,14 +63,17 @@ void drop_unread(int fd) {
   }
 }
 
-// Closed at once: nothing is left to send, so the socket is shut down too;
-// CAF would otherwise keep it (and its fd) until the client did something.
-void release(broker_actor* self, handle h) {
+// Closed at once: nothing is left to send. A connection CAF is not writing
+// to, CAF shuts down and closes itself. One whose last bytes CAF has just
+// written (`in_write`: the ack of its write) it would keep, with its fd,
+// until the client did something: that socket is shut down here.
+void release(broker_actor* self, handle h, bool in_write) {
   forget_connection(self, h);
   self->close(h);
   if (self->state.direct_sends) // a real socket, not a test's handle
     drop_unread(static_cast<int>(h.id()));
-  ::shutdown(static_cast<int>(h.id()), SHUT_RDWR);
+  if (in_write)
+    ::shutdown(static_cast<int>(h.id()), SHUT_RDWR);
 }
 
 // Cut: what it holds is dropped, not sent, since nobody is reading it.
@@ -179,7 +182,7 @@ void close_now(broker_actor* self, handle h) {
   if (it == self->state.connections.end())
     return;
   if (it->second.unsent_bytes == 0)
-    return release(self, h);
+    return release(self, h, false);
   it->second.closing = true; // closed when drained (on_transferred) or cut (cut_stalled_writers)
 }
 
@@ -310,7 +313,7 @@ void on_transferred(broker_actor* self, const caf::io::data_transferred_msg& msg
   if (msg.remaining > 0)
     return;
   if (conn.closing)
-    return release(self, msg.handle);
+    return release(self, msg.handle, true);
   if (conn.streaming) // only subscriptions hold news back for a drained client
     self->send(self, connection_drained{msg.handle.id()});
 }
