@@ -11,7 +11,6 @@
 #include "protocol/json_text.hpp"
 
 #include <charconv>
-#include <cstring>
 
 namespace hb::bridge::worker {
 
@@ -108,23 +107,16 @@ bool texts_frame(cursor& in, texts& out) {
 
 std::optional<from_worker> decode_texts_quickly(std::string_view body) {
   cursor in(body);
-  if (body.compare(0, 14, R"({"t": "texts",)") == 0) {
-    texts one;
-    if (!texts_frame(in, one) || !in.done())
-      return std::nullopt;
-    return from_worker{std::move(one)};
-  }
-  if (!in.literal(R"({"t": "batch", "frames": [)"))
-    return std::nullopt;
+  bool batched = in.literal(R"({"t": "batch", "frames": [)");
   batch all;
   do {
-    texts one;
-    if (!texts_frame(in, one))
+    if (!texts_frame(in, std::get<texts>(all.frames.emplace_back(texts{}))))
       return std::nullopt;
-    all.frames.emplace_back(std::move(one));
-  } while (in.literal(", "));
-  if (!in.literal("]}") || !in.done())
+  } while (batched && in.literal(", "));
+  if ((batched && !in.literal("]}")) || !in.done())
     return std::nullopt;
+  if (!batched)
+    return from_worker{std::move(std::get<texts>(all.frames.front()))};
   return from_worker{std::move(all)};
 }
 
