@@ -23,15 +23,17 @@ namespace hb::actors {
 
 namespace {
 
-// Runs `op` in `profile`'s agent environment on a thread of its own.
+// Runs `op` in `profile`'s agent environment on a thread of its own; for a
+// session's operation, where that session's agent lives.
 void profile_call(broker_actor* self, const reply_to& to, const std::string& profile, const std::string& op,
-                  std::string args) {
+                  std::string args, const std::string& session_id = {}) {
   bridge::profile_host* host = &bridge::profiles();
   blocking_call(self,
-                [host, profile, op, args]() -> expected<std::string> {
+                [host, profile, op, args, session_id]() -> expected<std::string> {
                   return catch_wire([&] {
                     bridge::check_profile(profile); // before a worker is started for it
-                    return host->call(profile, op, args);
+                    return session_id.empty() ? host->call(profile, op, args)
+                                              : host->call_for_session(session_id, profile, op, args);
                   });
                 })
     .then([=](std::string& payload) { respond(self, to, encode(profile_op_reply{std::move(payload)})); },
@@ -82,8 +84,8 @@ void on_request(broker_actor* self, const reply_to& to, requests::switch_session
 void on_request(broker_actor* self, const reply_to& to, requests::profile_op& r) {
   if (r.session_id.empty())
     return profile_call(self, to, r.profile, r.op, r.args);
-  with_session_profile(self, to, r, [=, op = r.op, args = r.args](const std::string& profile) {
-    profile_call(self, to, profile, op, args);
+  with_session_profile(self, to, r, [=, op = r.op, args = r.args, id = r.session_id](const std::string& profile) {
+    profile_call(self, to, profile, op, args, id);
   });
 }
 

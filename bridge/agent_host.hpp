@@ -199,6 +199,14 @@ public:
   // Same contract as agent_host::call.
   virtual std::string call(const std::string& profile, const std::string& op,
                            const std::string& args_json) = 0;
+  // The same for an operation of session `session_id` (a slash command, a
+  // goal): run where that session's agent lives, whose skills and MCP tools
+  // it concerns; where it has none, as call().
+  virtual std::string call_for_session(const std::string& session_id, const std::string& profile,
+                                       const std::string& op, const std::string& args_json) {
+    (void)session_id;
+    return call(profile, op, args_json);
+  }
 };
 
 } // namespace hb::bridge

@@ -251,6 +251,24 @@ def _mcp_reload(profile: str, args: dict[str, Any]) -> dict[str, Any]:
     return {"ok": True, "message": "MCP servers reloaded"}
 
 
+def _mcp_follow(profile: str, args: dict[str, Any]) -> dict[str, Any]:
+    """Another worker of the profile added, updated or removed server `name`
+    in config.yaml: this process's live server is made to match the file
+    (started, restarted with its new config, or shut down)."""
+    mcp = _mcp()
+    name = _name(args)
+    wanted = _server_configs(_read_config(profile)).get(name)
+    with mcp._lock:
+        task = mcp._servers.get(name)
+    expand = getattr(mcp, "_interpolate_env_vars", lambda value: value)  # as the real task keeps it
+    if task is not None and getattr(task, "_config", None) == expand(wanted):
+        return {"ok": True}
+    _shutdown_server(mcp, name)
+    if isinstance(wanted, dict):
+        _discover_in_background(profile, lambda: mcp.register_mcp_servers({name: wanted}))
+    return {"ok": True}
+
+
 def _mcp_op(handler: Any) -> Any:
     def run(profile: str, args: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -269,4 +287,5 @@ MCP_OPS = {
     "mcp_server_test": _mcp_op(_mcp_server_test),
     "mcp_tools_list": _mcp_op(_mcp_tools_list),
     "mcp_reload": _mcp_op(_mcp_reload),
+    "mcp_follow": _mcp_op(_mcp_follow),  # the daemon's, for a profile's other workers; no Studio action
 }

@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <thread>
 
 namespace hb::bridge::worker {
 
@@ -18,6 +20,7 @@ constexpr std::chrono::seconds short_life{30};
 constexpr double max_backoff_s = 30;
 constexpr std::chrono::seconds create_deadline{300}; // AIAgent construction; `uv run` may build a venv first
 constexpr std::chrono::seconds prestart_warm_deadline{300};
+constexpr std::chrono::seconds follow_deadline{60};
 } // namespace
 
 worker_pool::worker_pool(pool_options options) : options_(std::move(options)) {
@@ -191,11 +194,72 @@ int worker_pool::resolve_gateway(const std::string& session_id, const std::strin
 }
 
 std::string worker_pool::call(const std::string& profile_in, const std::string& op, const std::string& args_json) {
+  return call_for_session("", profile_in, op, args_json);
+}
+
+std::string worker_pool::call_for_session(const std::string& session_id, const std::string& profile_in,
+                                          const std::string& op, const std::string& args_json) {
   if (!options_.unavailable.empty())
     throw protocol::runtime_error(options_.unavailable);
   std::string profile = profile_in.empty() ? "default" : profile_in;
-  auto proc = running(*pick(profile));
-  return proc->call_value(worker::profile_call{0, profile, op, args_json}, create_deadline);
+  std::shared_ptr<worker_process> proc;
+  if (!session_id.empty()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = sessions_.find(session_id); it != sessions_.end())
+      proc = it->second.lock();
+  }
+  if (!proc || !proc->accepting())
+    proc = running(*pick(profile));
+  std::string value = proc->call_value(worker::profile_call{0, profile, op, args_json}, create_deadline);
+  if (auto follow = followed_by(op, value); !follow.empty())
+    tell_the_others(profile, proc.get(), follow, args_json);
+  return value;
+}
+
+std::string worker_pool::followed_by(const std::string& op, const std::string& value) {
+  // Skills and MCP servers live in each worker's own process: a reload or a
+  // server edit done in one of a profile's workers is repeated in the others,
+  // whose sessions would otherwise keep the old skills and tools. A server
+  // edit is written to config.yaml once; the others follow that file.
+  static const std::map<std::string, std::string> follow = {
+      {"skills_reload", "skills_reload"}, {"mcp_reload", "mcp_reload"},   {"mcp_server_add", "mcp_follow"},
+      {"mcp_server_update", "mcp_follow"}, {"mcp_server_remove", "mcp_follow"},
+  };
+  if (auto it = follow.find(op); it != follow.end())
+    return it->second;
+  // A session's /reload-skills (the worker says which command it ran).
+  if (op == "command" && value.find("reload-skills") != std::string::npos) {
+    auto answer = protocol::json::parse(value, nullptr, false);
+    if (answer.is_object() && answer.value("type", "") == "reload-skills")
+      return "skills_reload";
+  }
+  return {};
+}
+
+void worker_pool::tell_the_others(const std::string& profile, const worker_process* done, const std::string& op,
+                                  const std::string& args_json) {
+  std::vector<std::shared_ptr<worker_process>> others;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& s : slots_[profile])
+      if (s->proc && s->proc.get() != done && s->proc->alive() && !s->proc->unresponsive())
+        others.push_back(s->proc);
+  }
+  // In parallel, and answered only once all have it: a session's next
+  // command, on whichever worker, sees the change. A worker still importing
+  // the agent answers once its imports are done.
+  std::vector<std::thread> calls;
+  for (auto& proc : others)
+    calls.emplace_back([proc, profile, op, args_json] {
+      try {
+        proc->call_value(worker::profile_call{0, profile, op, args_json}, follow_deadline);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "hermes-bridge: %s in worker %d (profile %s) failed: %s\n", op.c_str(),
+                     static_cast<int>(proc->pid()), profile.c_str(), e.what());
+      }
+    });
+  for (auto& t : calls)
+    t.join();
 }
 
 void worker_pool::collect_idle() {

@@ -55,6 +55,8 @@ public:
                       const std::string& token,
                       const std::function<void(int, const std::string&)>& before_agent_runs);
   std::string call(const std::string& profile, const std::string& op, const std::string& args_json) override;
+  std::string call_for_session(const std::string& session_id, const std::string& profile, const std::string& op,
+                               const std::string& args_json) override;
 
   // Workers without sessions or live turns that were idle past idle_timeout
   // (or are over max_rss_mb) are stopped; called now and then.
@@ -104,6 +106,11 @@ private:
   // because turns are running, and is not needed until they end.
   static constexpr int spare_warm_nice = 10;
   std::shared_ptr<worker_process> running(slot& s, bool spare = false);
+  // The op that `op`, having answered `value`, is repeated as in the
+  // profile's other workers, or "".
+  static std::string followed_by(const std::string& op, const std::string& value);
+  void tell_the_others(const std::string& profile, const worker_process* done, const std::string& op,
+                       const std::string& args_json);
   void forget(const std::string& session_id, const worker_process* proc, slot& s);
   friend class worker_session;
 

@@ -264,6 +264,37 @@ class RealAgentOnWorker(RealAgentBase, unittest.TestCase):
         self.assertEqual(done["status"], "complete", done)
         self.assertEqual(done["seen_text"], "".join(f"tick{i} " for i in range(6)) + "done")
 
+    def test_10_skills_and_mcp_edits_reach_both_workers_of_a_profile(self) -> None:
+        two = RealAgentBridge("worker", self.port())
+        two.args += ["--workers-per-profile", "2"]
+        two.start(timeout=60)
+        self.addCleanup(two.stop)
+        for session in ("left", "right"):
+            two.request({"action": "chat", "session_id": session, "message": "hello", "wait": True,
+                         "timeout": 120}, timeout=150)
+        pids = {two.request({"action": "status", "session_id": s})["agent"]["worker_pid"] for s in ("left", "right")}
+        self.assertEqual(len(pids), 2)
+        cmd = lambda s, text: two.request({"action": "command", "session_id": s, "command": text}, timeout=60)
+
+        def add_skill(name: str) -> None:
+            (two.home / "skills" / name).mkdir(parents=True)
+            (two.home / "skills" / name / "SKILL.md").write_text(
+                f"---\nname: {name}\ndescription: the {name} skill\n---\nDo {name}.\n")
+
+        add_skill("review")
+        for s in ("left", "right"):  # each worker's table holds it
+            self.assertEqual(cmd(s, "/review now")["type"], "skill")
+        add_skill("deploy")
+        self.assertEqual([a["name"] for a in two.request({"action": "skills_reload"})["added"]], ["deploy"])
+        for s in ("left", "right"):
+            self.assertEqual(cmd(s, "/reload-skills")["added"], [], s)
+        # MCP edits: answered, and followed in the other worker without an error
+        # (no MCP server runs here: the real agent logs its failed connection)
+        server = {"command": "/bin/true"}
+        self.assertEqual(two.request({"action": "mcp_server_add", "name": "web", "config": server})["ok"], True)
+        self.assertEqual(two.request({"action": "mcp_server_remove", "name": "web"}), {"ok": True})
+        self.assertNotIn("failed:", two.stderr())
+
 
 class RealAgentEmbedded(RealAgentBase, unittest.TestCase):
     host = "embedded"

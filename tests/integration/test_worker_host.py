@@ -286,6 +286,39 @@ class WorkerHostTest(unittest.TestCase):
                 self.assertEqual((agent["worker_key"], f"pid={agent['worker_pid']} ", agent["loaded"]),
                                  (by_pid[pid], pid, True))
 
+    def test_skills_and_mcp_servers_change_in_every_worker_of_a_profile(self):
+        # Each worker process has its own skill table and MCP servers: a
+        # reload or a server edit, done in whichever worker, reaches them all.
+        with Bridge(args=WORKER + ["--workers-per-profile", "2"]) as b:
+            def add_skill(name: str) -> None:
+                (b.home / "skills" / name).mkdir(parents=True)
+                (b.home / "skills" / name / "SKILL.md").write_text(f"description: {name}\n")
+
+            sessions = {s: b.chat(s, "script:pid", wait=True)["output"] for s in ("one", "two")}
+            self.assertEqual(len(set(sessions.values())), 2, sessions)
+            cmd = lambda s, text: b.request({"action": "command", "session_id": s, "command": text})
+            add_skill("review")
+            for s in sessions:  # each worker has scanned its skills (an empty table is scanned on every use)
+                self.assertEqual(cmd(s, "/review it")["message"], "[skill review] it")
+            add_skill("deploy")
+            reloaded = b.request({"action": "skills_reload"})
+            self.assertEqual([a["name"] for a in reloaded["added"]], ["deploy"])
+            for s in sessions:
+                self.assertEqual((cmd(s, "/reload-skills")["added"], cmd(s, "/deploy now")["message"]),
+                                 ([], "[skill deploy] now"), s)
+            add_skill("ops")  # a session's own /reload-skills too
+            self.assertEqual([a["name"] for a in cmd("one", "/reload-skills")["added"]], ["ops"])
+            self.assertEqual(cmd("two", "/ops x")["message"], "[skill ops] x")
+            mcp = lambda s: b.chat(s, "script:mcp", wait=True)["output"]
+            server = lambda tool: {"command": "x", "fake_tools": [{"name": tool}]}
+            for action, config, expected in (("mcp_server_add", server("read"), "mcp=web:read "),
+                                             ("mcp_server_update", server("write"), "mcp=web:write "),
+                                             ("mcp_server_remove", None, "mcp= ")):
+                request = {"action": action, "name": "web", **({"config": config} if config else {})}
+                self.assertTrue(b.request(request)["ok"])
+                for s in sessions:
+                    self.assertTrue(wait_until(lambda: mcp(s) == expected), (action, s, mcp(s)))
+
     def test_an_idle_worker_exits_and_comes_back_on_demand(self):
         with Bridge(args=WORKER + ["--worker-idle-timeout", "1"]) as b:
             b.chat("s", "hi", wait=True)

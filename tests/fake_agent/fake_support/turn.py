@@ -78,6 +78,8 @@ class Turn:
             # A tool that takes its whole process down (in a worker host, the worker).
             "exit": lambda arg: self._run_tool("terminal", f"exit {arg}", "", body=lambda: os._exit(int(arg or 0))),
             "pid": lambda arg: self._api_call(f"pid={os.getpid()} "),
+            # The MCP servers this process has connected: the tools the model would be offered.
+            "mcp": self._step_mcp,
             # Code in a worker can write to its socket (fd 3) itself.
             "rawframe": self._step_rawframe,
         }
@@ -241,6 +243,13 @@ class Turn:
         except Exception:
             return "deny"  # the real agent treats a failing callback as deny
         return choice if choice in APPROVAL_CHOICES else "deny"
+
+    def _step_mcp(self, arg) -> None:
+        from tools import mcp_tool
+        with mcp_tool._lock:
+            servers = sorted(mcp_tool._servers.items())
+        self._api_call("mcp=" + ",".join(f"{name}:" + "+".join(t.name for t in task._tools)
+                                         for name, task in servers) + " ")
 
     def _step_cwd(self, arg) -> None:
         """The terminal tool runs `pwd` where it would run any command."""
