@@ -7,14 +7,6 @@
 #include "actors/daemon_log.hpp"
 #include "protocol/request.hpp"
 
-#include <caf/config.hpp>
-#include <caf/io/network/default_multiplexer.hpp>
-#include <caf/io/network/doorman_impl.hpp>
-#include <caf/io/network/scribe_impl.hpp>
-
-#include <sys/socket.h>
-
-#include <atomic>
 #include <utility>
 
 namespace hb::actors {
@@ -22,101 +14,6 @@ namespace hb::actors {
 using protocol::error_line;
 
 namespace {
-
-// -- a client's EOF --------------------------------------------------------------
-//
-// CAF 0.17 treats a read of 0 bytes (the client's EOF) like a broken
-// connection: the scribe leaves the broker with a connection_closed_msg,
-// and nothing can be written to it any more. A client that sends its
-// request and then shuts down its sending side (`sendall(...);
-// shutdown(SHUT_WR); recv()`, or `nc -N`) is still waiting for its
-// answers, and the seed answers it. These scribes stay with the broker
-// when the client has only finished sending, and report that as a 0-byte
-// new_data_msg (a real read never delivers 0 bytes); the broker answers
-// what was asked, then closes the connection as usual. Answers keep going
-// through the one stream of the socket, so they stay in order.
-//
-// The hooks are the ones CAF calls while detaching a servant after an I/O
-// failure (manager::detach: detach_from, then detach_message), checked
-// against CAF's sources (the same from 0.17.3 to 0.17.6, Debian's); ids of
-// connection handles are socket fds.
-static_assert(CAF_MAJOR_VERSION == 0 && CAF_MINOR_VERSION == 17,
-              "check half_close_scribe against this CAF version's manager::detach");
-
-class half_close_scribe final : public caf::io::network::scribe_impl {
-public:
-  using scribe_impl::scribe_impl;
-
-  void graceful_shutdown() override {
-    closing_ = true; // the broker closes it: a real detach
-    scribe_impl::graceful_shutdown();
-  }
-
-protected:
-  void detach_from(caf::io::abstract_broker* broker) override {
-    // Called once the scribe has already let go of its broker. A first
-    // failure on a socket whose peer has only finished sending is the EOF:
-    // take the broker back instead of leaving it. Anything else (the broker
-    // closing it, an error, a write into a gone client) detaches for good.
-    eof_ = !closing_ && !eof_seen_ && peer_finished_sending();
-    if (!eof_)
-      return scribe_impl::detach_from(broker);
-    eof_seen_ = true;
-    set_parent(broker);
-  }
-
-  caf::message detach_message() override {
-    if (eof_)
-      return caf::make_message(caf::io::new_data_msg{hdl(), {}});
-    return scribe_impl::detach_message();
-  }
-
-private:
-  bool peer_finished_sending() const {
-    char byte;
-    return ::recv(static_cast<int>(hdl().id()), &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
-  }
-
-  bool closing_ = false;
-  bool eof_seen_ = false;
-  bool eof_ = false;
-};
-
-// Set once a successor holds the listening socket too (handing over).
-std::atomic<bool> socket_shared{false};
-
-class half_close_doorman final : public caf::io::network::doorman_impl {
-public:
-  half_close_doorman(caf::io::network::default_multiplexer& mx, caf::io::network::native_socket fd, bool tcp)
-    : doorman_impl(mx, fd), tcp_(tcp) {}
-
-  bool new_connection() override {
-    if (detached())
-      return false; // closed while the accept was under way
-    auto& mx = acceptor_.backend();
-    caf::io::network::native_socket fd = acceptor_.accepted_socket();
-    if (tcp_) // as CAF's own scribes; on a unix socket it means nothing and costs a system call
-      caf::io::network::keepalive(fd, true);
-    caf::io::scribe_ptr scribe = caf::make_counted<half_close_scribe>(mx, fd);
-    handle h = scribe->hdl();
-    parent()->add_scribe(std::move(scribe));
-    return doorman::new_connection(&mx, h);
-  }
-
-  // CAF shuts a closed acceptor's socket down, which would stop the
-  // successor's accepting too: a shared one is only taken out of the loop.
-  // It stays attached: the loop applies that change after the events it has
-  // in hand, and an accept among them is served here like any other
-  // (detached, its connection would be dropped unread, reset at exit).
-  void graceful_shutdown() override {
-    if (!socket_shared)
-      return doorman_impl::graceful_shutdown();
-    acceptor_.passivate();
-  }
-
-private:
-  bool tcp_;
-};
 
 // Brings the broker's count of bytes held in unfinished lines up to date
 // with what this connection's reader holds now.
@@ -174,28 +71,6 @@ void on_peer_done(broker_actor* self, handle h) {
 
 } // namespace
 
-namespace {
-
-caf::io::accept_handle listen_on_fd(caf::io::abstract_broker* self, int listen_fd) {
-  auto fd = static_cast<caf::io::network::native_socket>(listen_fd);
-  auto* mx = dynamic_cast<caf::io::network::default_multiplexer*>(&self->backend());
-  if (!mx)
-    return self->add_doorman(fd); // another backend: EOF ends connections as CAF does
-  sockaddr_storage addr{};
-  socklen_t len = sizeof addr;
-  bool tcp = ::getsockname(listen_fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0 && addr.ss_family != AF_UNIX;
-  caf::io::doorman_ptr doorman = caf::make_counted<half_close_doorman>(*mx, fd, tcp);
-  auto h = doorman->hdl();
-  self->add_doorman(std::move(doorman));
-  return h;
-}
-
-} // namespace
-
-listener listen_on(int listen_fd) {
-  return [listen_fd](caf::io::abstract_broker* self) { return listen_on_fd(self, listen_fd); };
-}
-
 void on_new_connection(broker_actor* self, handle h) {
   auto& st = self->state;
   if (st.connections.size() >= st.settings->max_connections) {
@@ -244,7 +119,7 @@ void on_data(broker_actor* self, const caf::io::new_data_msg& msg) {
   auto& conns = self->state.connections;
   auto it = conns.find(msg.handle.id());
   if (it != conns.end() && msg.buf.empty())
-    return on_peer_done(self, msg.handle); // see half_close_scribe
+    return on_peer_done(self, msg.handle); // see client_scribe (broker_sockets.cpp)
   if (it == conns.end() || it->second.one_shot_taken || it->second.streaming || it->second.closing)
     return; // like the seed: bytes after a one-shot request are ignored
   auto now = std::chrono::steady_clock::now();
@@ -358,8 +233,6 @@ void sweep_connections(broker_actor* self) {
   cut_stalled_writers(self, now);
   st.hub->cut_stalled(); // subscribers: --subscriber-stall-ms
 }
-
-void share_listening_socket() { socket_shared = true; }
 
 bool close_quiet_connections(broker_actor* self, steady_time now) {
   // Long enough for a client that connected just before the hand-over to
