@@ -64,9 +64,10 @@ void drop_unread(int fd) {
 }
 
 // Closed at once: nothing is left to send. A connection CAF is not writing
-// to, CAF shuts down and closes itself. One whose last bytes CAF has just
-// written (`in_write`: the ack of its write) it would keep, with its fd,
-// until the client did something: that socket is shut down here.
+// to is closed as it leaves CAF's loop (client_scribe). One whose last
+// bytes CAF has just written (`in_write`: the ack of its write) it would
+// keep, with its fd, until the client did something: that socket is shut
+// down here.
 void release(broker_actor* self, handle h, bool in_write) {
   forget_connection(self, h);
   self->close(h);
