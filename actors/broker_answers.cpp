@@ -64,17 +64,19 @@ void drop_unread(int fd) {
 }
 
 // Closed at once: nothing is left to send. A connection CAF is not writing
-// to is closed as it leaves CAF's loop (client_scribe). One whose last
-// bytes CAF has just written (`in_write`: the ack of its write) it would
-// keep, with its fd, until the client did something: that socket is shut
-// down here.
+// to, CAF shuts down and closes itself. One whose last bytes CAF has just
+// written (`in_write`: the ack of its write) it would keep, with its fd,
+// until the client did something: that socket is shut down here. Both
+// before the close: a scribe CAF holds for nothing else is destroyed inside
+// it, its fd closed, and the number may already name another thread's file.
 void release(broker_actor* self, handle h, bool in_write) {
   forget_connection(self, h);
-  self->close(h);
-  if (self->state.direct_sends) // a real socket, not a test's handle
+  if (self->state.direct_sends) { // a real socket, not a test's handle
     drop_unread(static_cast<int>(h.id()));
-  if (in_write)
-    ::shutdown(static_cast<int>(h.id()), SHUT_RDWR);
+    if (in_write)
+      ::shutdown(static_cast<int>(h.id()), SHUT_RDWR);
+  }
+  self->close(h);
 }
 
 // Cut: what it holds is dropped, not sent, since nobody is reading it.

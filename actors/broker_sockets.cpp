@@ -67,8 +67,6 @@ public:
   ready_stream(net::default_multiplexer& mx, net::native_socket fd) : stream_impl(mx, net::invalid_native_socket) {
     fd_ = fd;
   }
-
-  bool writing() const { return state_.writing; }
 };
 
 // -- a client's EOF --------------------------------------------------------------
@@ -105,12 +103,11 @@ public:
 
   void graceful_shutdown() override {
     closing_ = true; // the broker closes it: a real detach
-    // CAF's stream shuts the socket down for writing (FIN) now, or once
-    // what it still writes is out. Without a write under way the close
-    // that follows (the stream going out of the loop and away) ends the
-    // connection all the same, one system call sooner.
-    if (stream_.writing())
-      stream_.graceful_shutdown();
+    // The FIN goes now (or once what CAF still writes is out), not at the
+    // close: a process forked without exec (an embedded agent's
+    // multiprocessing) may hold a copy of the socket, and would otherwise
+    // keep the client waiting for its end of stream.
+    stream_.graceful_shutdown();
     detach(&stream_.backend(), false);
   }
 

@@ -28,6 +28,36 @@ class UnixSockets(unittest.TestCase):
             self.assertEqual(stat.S_IMODE(path.stat().st_mode), 0o600)
             self.assertEqual(stat.S_IMODE(path.parent.stat().st_mode), 0o700)
 
+    def test_no_descriptor_of_the_daemon_outlives_an_exec_client_connections_included(self):
+        # What the daemon starts (workers, tmux, an agent's tools) must not
+        # hold a client's connection, nor the log, open: every file past
+        # stdio is close-on-exec, sockets accepted with it (accept4).
+        for transport in ("ipc", "tcp"):
+            with Bridge(transport=transport) as b:
+                b.chat("x", "hi", wait=True)
+                client = b.connect()
+                client.sendall(b'{"action": "ping", "keepalive": true}\n')
+                self.assertIn(b'"pong": true', client.recv(65536))
+                before = set(os.listdir(f"/proc/{b.proc.pid}/fd"))
+                second = b.connect()  # the descriptor that appears is its accepted socket
+                second.sendall(b'{"action": "ping", "keepalive": true}\n')
+                self.assertIn(b'"pong": true', second.recv(65536))
+                accepted = set(os.listdir(f"/proc/{b.proc.pid}/fd")) - before
+                self.assertTrue(accepted, transport)
+                for fd in os.listdir(f"/proc/{b.proc.pid}/fd"):
+                    try:
+                        target = os.readlink(f"/proc/{b.proc.pid}/fd/{fd}")
+                        with open(f"/proc/{b.proc.pid}/fdinfo/{fd}") as info:
+                            flags = int(next(l for l in info if l.startswith("flags:")).split()[1], 8)
+                    except FileNotFoundError:
+                        continue  # closed meanwhile by one of the daemon's threads
+                    if int(fd) >= 3:
+                        self.assertTrue(flags & os.O_CLOEXEC, (transport, fd, target))
+                    if fd in accepted and target.startswith("socket:"):
+                        self.assertTrue(flags & os.O_NONBLOCK, (transport, fd))
+                client.close()
+                second.close()
+
     def test_a_live_daemon_s_socket_is_never_taken(self):
         with Bridge() as first:
             second = Bridge()
