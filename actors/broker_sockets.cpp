@@ -21,6 +21,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <utility>
 
 namespace hb::actors {
 
@@ -30,6 +31,12 @@ namespace net = caf::io::network;
 
 static_assert(CAF_MAJOR_VERSION == 0 && CAF_MINOR_VERSION == 17,
               "check these servants against this CAF version's scribe_impl, doorman_impl and manager::detach");
+
+// A socket's address or port, or nothing (as CAF's own servants answer).
+template <class T>
+T or_nothing(caf::expected<T> found) {
+  return found ? std::move(*found) : T{};
+}
 
 // -- connections ready from accept -------------------------------------------------
 //
@@ -111,14 +118,8 @@ public:
     detach(&stream_.backend(), false);
   }
 
-  std::string addr() const override {
-    auto found = net::remote_addr_of_fd(stream_.fd());
-    return found ? *found : std::string();
-  }
-  uint16_t port() const override {
-    auto found = net::remote_port_of_fd(stream_.fd());
-    return found ? *found : 0;
-  }
+  std::string addr() const override { return or_nothing(net::remote_addr_of_fd(stream_.fd())); }
+  uint16_t port() const override { return or_nothing(net::remote_port_of_fd(stream_.fd())); }
   void add_to_loop() override { stream_.activate(this); }
   void remove_from_loop() override { stream_.passivate(); }
 
@@ -189,14 +190,8 @@ public:
   }
 
   void launch() override { acceptor_.start(this); }
-  std::string addr() const override {
-    auto found = net::local_addr_of_fd(acceptor_.fd());
-    return found ? *found : std::string();
-  }
-  uint16_t port() const override {
-    auto found = net::local_port_of_fd(acceptor_.fd());
-    return found ? *found : 0;
-  }
+  std::string addr() const override { return or_nothing(net::local_addr_of_fd(acceptor_.fd())); }
+  uint16_t port() const override { return or_nothing(net::local_port_of_fd(acceptor_.fd())); }
   void add_to_loop() override { acceptor_.activate(this); }
   void remove_from_loop() override { acceptor_.passivate(); }
 

@@ -230,7 +230,8 @@ std::string worker_pool::followed_by(const std::string& op, const std::string& v
   // A session's /reload-skills (the worker says which command it ran).
   if (op == "command" && value.find("reload-skills") != std::string::npos) {
     auto answer = protocol::json::parse(value, nullptr, false);
-    if (answer.is_object() && answer.value("type", "") == "reload-skills")
+    auto type = answer.is_object() ? answer.find("type") : answer.end();
+    if (type != answer.end() && *type == "reload-skills")
       return "skills_reload";
   }
   return {};
