@@ -7,6 +7,7 @@ through bridge_ops.profile_call (MCP_OPS), under the profile's gate.
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -97,7 +98,6 @@ def _server_entry(name: str, cfg: Any, task: Any = None, server_cfg: Any = None)
 
 def _discover_in_background(profile: str, work: Any) -> None:
     """Connecting servers can take long: the answer does not wait for it."""
-    import threading
 
     def run() -> None:
         with GATE.hold(profile):
@@ -245,27 +245,51 @@ def _mcp_reload(profile: str, args: dict[str, Any]) -> dict[str, Any]:
     for name in [target] if target else list(configs):
         _shutdown_server(mcp, name)
     if target:
-        _discover_in_background(profile, lambda: mcp.register_mcp_servers({target: configs.get(target, {})}))
+        _discover_in_background(profile, lambda: _sync_server(mcp, profile, target))
     else:
         _discover_in_background(profile, mcp.discover_mcp_tools)
     return {"ok": True, "message": "MCP servers reloaded"}
 
 
+def _connectable(mcp: Any, profile: str, name: str) -> Any:
+    """Server `name`'s config as the agent connects it: `${VAR}`s filled in,
+    nothing in safe mode or for a server it finds suspicious
+    (tools.mcp_tool._load_mcp_config, which reads the profile's config under
+    its gate); as config.yaml has it where the agent has no such loader."""
+    load = getattr(mcp, "_load_mcp_config", None)
+    if callable(load):
+        return load().get(name)
+    return _server_configs(_read_config(profile)).get(name)
+
+
+_SYNCING = threading.Lock()  # one server brought in line at a time in this process
+
+
+def _sync_server(mcp: Any, profile: str, name: str) -> None:
+    """Makes this process's live server `name` what its config says: started,
+    restarted with its new config, or shut down. Looked at again once a
+    connect is done: the config may have changed while it connected."""
+    with _SYNCING:
+        wanted = _connectable(mcp, profile, name)
+        for _ in range(4):
+            with mcp._lock:
+                task = mcp._servers.get(name)
+            if (getattr(task, "_config", None) if task is not None else None) != wanted:
+                _shutdown_server(mcp, name)
+                if isinstance(wanted, dict):
+                    mcp.register_mcp_servers({name: wanted})  # returns once connected (or failed)
+            again = _connectable(mcp, profile, name)
+            if again == wanted:
+                return
+            wanted = again
+
+
 def _mcp_follow(profile: str, args: dict[str, Any]) -> dict[str, Any]:
     """Another worker of the profile added, updated or removed server `name`
-    in config.yaml: this process's live server is made to match the file
-    (started, restarted with its new config, or shut down)."""
-    mcp = _mcp()
-    name = _name(args)
-    wanted = _server_configs(_read_config(profile)).get(name)
-    with mcp._lock:
-        task = mcp._servers.get(name)
-    expand = getattr(mcp, "_interpolate_env_vars", lambda value: value)  # as the real task keeps it
-    if task is not None and getattr(task, "_config", None) == expand(wanted):
-        return {"ok": True}
-    _shutdown_server(mcp, name)
-    if isinstance(wanted, dict):
-        _discover_in_background(profile, lambda: mcp.register_mcp_servers({name: wanted}))
+    in config.yaml: this process's live server follows the file."""
+    mcp, name = _mcp(), _name(args)
+    if name:
+        _discover_in_background(profile, lambda: _sync_server(mcp, profile, name))
     return {"ok": True}
 
 

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <system_error>
 #include <thread>
 
 namespace hb::bridge::worker {
@@ -208,7 +209,7 @@ std::string worker_pool::call_for_session(const std::string& session_id, const s
     if (auto it = sessions_.find(session_id); it != sessions_.end())
       proc = it->second.lock();
   }
-  if (!proc || !proc->accepting())
+  if (!proc || !proc->accepting() || proc->profile() != profile) // (a session moved to another profile)
     proc = running(*pick(profile));
   std::string value = proc->call_value(worker::profile_call{0, profile, op, args_json}, create_deadline);
   if (auto follow = followed_by(op, value); !follow.empty())
@@ -242,23 +243,30 @@ void worker_pool::tell_the_others(const std::string& profile, const worker_proce
   std::vector<std::shared_ptr<worker_process>> others;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (auto& s : slots_[profile])
-      if (s->proc && s->proc.get() != done && s->proc->alive() && !s->proc->unresponsive())
-        others.push_back(s->proc);
+    if (auto it = slots_.find(profile); it != slots_.end())
+      for (auto& s : it->second)
+        if (s->proc && s->proc.get() != done && s->proc->alive() && !s->proc->unresponsive())
+          others.push_back(s->proc);
   }
+  auto tell = [&](const std::shared_ptr<worker_process>& proc) {
+    try {
+      proc->call_value(worker::profile_call{0, profile, op, args_json}, follow_deadline);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "hermes-bridge: %s in worker %d (profile %s) failed: %s\n", op.c_str(),
+                   static_cast<int>(proc->pid()), profile.c_str(), e.what());
+    }
+  };
   // In parallel, and answered only once all have it: a session's next
-  // command, on whichever worker, sees the change. A worker still importing
-  // the agent answers once its imports are done.
+  // command, on whichever worker, sees the change. (A worker still warming
+  // up runs it beside its imports.)
   std::vector<std::thread> calls;
-  for (auto& proc : others)
-    calls.emplace_back([proc, profile, op, args_json] {
-      try {
-        proc->call_value(worker::profile_call{0, profile, op, args_json}, follow_deadline);
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "hermes-bridge: %s in worker %d (profile %s) failed: %s\n", op.c_str(),
-                     static_cast<int>(proc->pid()), profile.c_str(), e.what());
-      }
-    });
+  for (auto& proc : others) {
+    try {
+      calls.emplace_back(tell, proc);
+    } catch (const std::system_error&) {
+      tell(proc); // no thread to be had: in this one
+    }
+  }
   for (auto& t : calls)
     t.join();
 }

@@ -289,7 +289,7 @@ class WorkerHostTest(unittest.TestCase):
     def test_skills_and_mcp_servers_change_in_every_worker_of_a_profile(self):
         # Each worker process has its own skill table and MCP servers: a
         # reload or a server edit, done in whichever worker, reaches them all.
-        with Bridge(args=WORKER + ["--workers-per-profile", "2"]) as b:
+        with Bridge(args=WORKER + ["--workers-per-profile", "2"], env={"HB_TEST_MCP": "from-env"}) as b:
             def add_skill(name: str) -> None:
                 (b.home / "skills" / name).mkdir(parents=True)
                 (b.home / "skills" / name / "SKILL.md").write_text(f"description: {name}\n")
@@ -310,9 +310,10 @@ class WorkerHostTest(unittest.TestCase):
             self.assertEqual([a["name"] for a in cmd("one", "/reload-skills")["added"]], ["ops"])
             self.assertEqual(cmd("two", "/ops x")["message"], "[skill ops] x")
             mcp = lambda s: b.chat(s, "script:mcp", wait=True)["output"]
-            server = lambda tool: {"command": "x", "fake_tools": [{"name": tool}]}
-            for action, config, expected in (("mcp_server_add", server("read"), "mcp=web:read "),
-                                             ("mcp_server_update", server("write"), "mcp=web:write "),
+            # connected as the agent connects it: ${VAR}s filled in, in every worker
+            server = lambda tool: {"command": "${HB_TEST_MCP}", "fake_tools": [{"name": tool}]}
+            for action, config, expected in (("mcp_server_add", server("read"), "mcp=web:read@from-env "),
+                                             ("mcp_server_update", server("write"), "mcp=web:write@from-env "),
                                              ("mcp_server_remove", None, "mcp= ")):
                 request = {"action": action, "name": "web", **({"config": config} if config else {})}
                 self.assertTrue(b.request(request)["ok"])

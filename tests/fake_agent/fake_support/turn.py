@@ -248,8 +248,8 @@ class Turn:
         from tools import mcp_tool
         with mcp_tool._lock:
             servers = sorted(mcp_tool._servers.items())
-        self._api_call("mcp=" + ",".join(f"{name}:" + "+".join(t.name for t in task._tools)
-                                         for name, task in servers) + " ")
+        self._api_call("mcp=" + ",".join(f"{name}:" + "+".join(t.name for t in task._tools) +
+                                         f"@{task._config.get('command', '')}" for name, task in servers) + " ")
 
     def _step_cwd(self, arg) -> None:
         """The terminal tool runs `pwd` where it would run any command."""

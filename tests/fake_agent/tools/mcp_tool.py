@@ -5,10 +5,15 @@ shutdown() run on the MCP event loop.
 
 No real MCP here: a server's config may list its tools as
 `"fake_tools": [{"name", "description"}]`; a server whose config has
-`"fake_fail": "<message>"` fails to connect with that error.
+`"fake_fail": "<message>"` fails to connect with that error. As the real
+module: `_load_mcp_config()` fills in `${VAR}`s (and is empty in safe
+mode), which discover_mcp_tools connects with; register_mcp_servers takes
+configs as given.
 """
 
 import asyncio
+import os
+import re
 import threading
 from types import SimpleNamespace
 
@@ -65,10 +70,29 @@ def register_mcp_servers(servers: dict) -> list:
     return registered
 
 
-def discover_mcp_tools() -> list:
+def _interpolate_env_vars(value):
+    """`${VAR}` (or `${env:VAR}`) from the environment; an unset one stays as written."""
+    if isinstance(value, str):
+        return re.sub(r"\$\{(?:env:)?([^}]+)\}", lambda m: os.environ.get(m.group(1), m.group(0)), value)
+    if isinstance(value, dict):
+        return {k: _interpolate_env_vars(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_interpolate_env_vars(v) for v in value]
+    return value
+
+
+def _load_mcp_config() -> dict:
+    """config.yaml's `mcp_servers`, placeholders filled in; none in safe mode."""
     from hermes_cli.config import load_config
 
+    if os.environ.get("HERMES_SAFE_MODE", "").lower() in ("1", "true", "yes"):
+        return {}
     servers = load_config().get("mcp_servers") or {}
+    return {name: _interpolate_env_vars(cfg) for name, cfg in servers.items() if isinstance(cfg, dict)}
+
+
+def discover_mcp_tools() -> list:
+    servers = _load_mcp_config()
     with _lock:
         missing = {n: c for n, c in servers.items() if n not in _servers}
     register_mcp_servers(missing)
