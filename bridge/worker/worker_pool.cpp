@@ -162,16 +162,16 @@ void worker_pool::forget(const std::string& session_id, const worker_process* pr
     s.idle_since = clock::now();
 }
 
+std::shared_ptr<worker_process> worker_pool::worker_of(const std::string& session_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = sessions_.find(session_id);
+  return it == sessions_.end() ? nullptr : it->second.lock();
+}
+
 int worker_pool::resolve_gateway(const std::string& session_id, const std::string& choice,
                                  const std::string& request_id, const std::string& token,
                                  const std::function<void(int, const std::string&)>& before_agent_runs) {
-  std::shared_ptr<worker_process> proc;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = sessions_.find(session_id);
-    if (it != sessions_.end())
-      proc = it->second.lock();
-  }
+  auto proc = worker_of(session_id);
   int released = 0;
   bool reported = false;
   std::string failure = proc ? "the session's worker is not running" : "the session has no worker";
@@ -203,12 +203,7 @@ std::string worker_pool::call_for_session(const std::string& session_id, const s
   if (!options_.unavailable.empty())
     throw protocol::runtime_error(options_.unavailable);
   std::string profile = profile_in.empty() ? "default" : profile_in;
-  std::shared_ptr<worker_process> proc;
-  if (!session_id.empty()) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (auto it = sessions_.find(session_id); it != sessions_.end())
-      proc = it->second.lock();
-  }
+  auto proc = worker_of(session_id);
   if (!proc || !proc->accepting() || proc->profile() != profile) // (a session moved to another profile)
     proc = running(*pick(profile));
   std::string value = proc->call_value(worker::profile_call{0, profile, op, args_json}, create_deadline);

@@ -112,6 +112,7 @@ private:
   void tell_the_others(const std::string& profile, const worker_process* done, const std::string& op,
                        const std::string& args_json);
   void forget(const std::string& session_id, const worker_process* proc, slot& s);
+  std::shared_ptr<worker_process> worker_of(const std::string& session_id) const; // null: none (any more)
   friend class worker_session;
 
   pool_options options_;
