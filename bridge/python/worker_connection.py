@@ -14,6 +14,7 @@ import time
 from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterator
 
 import worker_frames as frames
+import worker_threads as threads
 from bridge_json import clean_text
 
 if TYPE_CHECKING:
@@ -122,7 +123,7 @@ class Connection:
         self.unacked_bytes = 0
         self.unacked_frames = 0
         self.turns: dict[int, "Turn"] = {}  # every turn live or with kept frames: what an attach is told
-        threading.Thread(target=self._send_loop, name="hermes-bridge-frames", daemon=True).start()
+        threads.start(self._send_loop, "hb-frames")
 
     # Set under the lock; each sends turns' frames the slow way while set.
     full = _slow_way_flag("full")  # the queue or the kept frames are over their bound: senders wait

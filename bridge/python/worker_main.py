@@ -33,6 +33,7 @@ from typing import Any, Callable
 
 import bridge_adapter as adapter
 import worker_frames as frames
+import worker_threads as threads
 from worker_connection import Connection
 from worker_turn import Turn
 from worker_rendezvous import describe, open_rendezvous
@@ -67,8 +68,10 @@ class Worker:
         self.questions: dict[int, dict[str, Any]] = {}
         self.ask_ids = itertools.count(1)
         self.pools = {
-            "quick": concurrent.futures.ThreadPoolExecutor(QUICK_THREADS, thread_name_prefix="hermes-bridge-quick"),
-            "slow": concurrent.futures.ThreadPoolExecutor(SLOW_THREADS, thread_name_prefix="hermes-bridge-slow"),
+            "quick": concurrent.futures.ThreadPoolExecutor(QUICK_THREADS, thread_name_prefix="hb-quick",
+                                                         initializer=threads.name_this_thread, initargs=("hb-quick",)),
+            "slow": concurrent.futures.ThreadPoolExecutor(SLOW_THREADS, thread_name_prefix="hb-slow",
+                                                        initializer=threads.name_this_thread, initargs=("hb-slow",)),
         }
 
     # -- questions ---------------------------------------------------------
@@ -173,7 +176,7 @@ class Worker:
             parts[1], parts[3] = frames.raw(parts[1]), frames.raw(parts[3])
             self.conn.end_turn(sink, status=parts[0], result=parts[1], error=parts[2], history=parts[3],
                                message_count=int(parts[4] or 0))
-        threading.Thread(target=run, name=f"hermes-bridge-turn-{f['turn']}", daemon=True).start()
+        threads.start(run, "hb-turn")
 
     def resolve_gateway(self, f: dict[str, Any]) -> None:
         # The daemon logs the verdict when it reads this reply; the agent
@@ -356,7 +359,7 @@ def main(argv: list[str]) -> int:
             def warmed() -> None:
                 freeze_imports(worker)
                 say_warm(worker)
-            threading.Thread(target=preimport, args=(args.profile, warmed, args.warm_nice), daemon=True).start()
+            threads.start(preimport, "hb-preimport", args.profile, warmed, args.warm_nice)
         inbox = conn.inbox
         while inbox is not None:
             if serve(worker, inbox):

@@ -19,6 +19,7 @@ import time
 from typing import TYPE_CHECKING, Any, Callable
 
 import worker_frames as frames
+import worker_threads as threads
 from worker_connection import Connection
 
 if TYPE_CHECKING:
@@ -124,8 +125,7 @@ class Rendezvous:
               drain: Callable[[], int | None]) -> None:
         """Takes attaches (and a drain) from now on, on a thread of its own."""
         self.drain = drain
-        threading.Thread(target=self._accept_loop, args=(conn, describe), name="hermes-bridge-rendezvous",
-                         daemon=True).start()
+        threads.start(self._accept_loop, "hb-rendezvous", conn, describe)
 
     def _accept_loop(self, conn: Connection, describe: Callable[[], dict[str, Any]]) -> None:
         assert self.listener is not None
@@ -138,8 +138,7 @@ class Rendezvous:
             if not (_peer_is_us(sock) and self.handshakes.acquire(blocking=False)):
                 sock.close()
                 continue
-            threading.Thread(target=self._handshake, args=(sock, conn, describe), name="hermes-bridge-attach",
-                             daemon=True).start()
+            threads.start(self._handshake, "hb-attach", sock, conn, describe)
 
     def _handshake(self, sock: socket.socket, conn: Connection, describe: Callable[[], dict[str, Any]]) -> None:
         deadline = time.monotonic() + HANDSHAKE_S

@@ -24,6 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "bridge" / "python"))
 
 import worker_frames as frames  # noqa: E402
+import worker_threads  # noqa: E402
 from worker_connection import Connection  # noqa: E402
 
 
@@ -115,6 +116,24 @@ class ConnectionCase(unittest.TestCase):
         self.theirs = theirs
         self.inbox = theirs.makefile("rb")
         self.addCleanup(self.inbox.close)
+
+
+def kernel_thread_names() -> list[str]:
+    return [Path(f"/proc/self/task/{tid}/comm").read_text().strip() for tid in os.listdir("/proc/self/task")]
+
+
+class ThreadNames(ConnectionCase):
+    """The worker's threads carry their names in the kernel (what top -H, perf
+    and scripts/bench-hosts show), not only in Python."""
+
+    def test_a_thread_started_by_the_worker_has_its_name_cut_to_the_kernels_15_bytes(self):
+        seen: list[str] = []
+        worker_threads.start(lambda: seen.append(Path("/proc/thread-self/comm").read_text().strip()),
+                             "hb-a-name-longer-than-fifteen").join(10)
+        self.assertEqual(seen, ["hb-a-name-longe"])
+
+    def test_the_frame_writer_is_named(self):
+        self.assertIn("hb-frames", kernel_thread_names())
 
 
 class ReadingThread(ConnectionCase):
