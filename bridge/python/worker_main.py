@@ -18,7 +18,6 @@ waits that long for a daemon to attach to its own socket (worker_rendezvous).
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import contextlib
 import itertools
 import json
@@ -68,10 +67,8 @@ class Worker:
         self.questions: dict[int, dict[str, Any]] = {}
         self.ask_ids = itertools.count(1)
         self.pools = {
-            "quick": concurrent.futures.ThreadPoolExecutor(QUICK_THREADS, thread_name_prefix="hb-quick",
-                                                         initializer=threads.name_this_thread, initargs=("hb-quick",)),
-            "slow": concurrent.futures.ThreadPoolExecutor(SLOW_THREADS, thread_name_prefix="hb-slow",
-                                                        initializer=threads.name_this_thread, initargs=("hb-slow",)),
+            "quick": threads.pool(QUICK_THREADS, "hb-quick"),
+            "slow": threads.pool(SLOW_THREADS, "hb-slow"),
         }
 
     # -- questions ---------------------------------------------------------

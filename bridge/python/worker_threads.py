@@ -5,6 +5,7 @@ from 3.14 on; before, every thread shows as the interpreter). Stdlib only."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import threading
 from typing import Any, Callable
@@ -26,3 +27,9 @@ def start(target: Callable[..., Any], name: str, *args: Any) -> threading.Thread
     thread = threading.Thread(target=run, name=name, daemon=True)
     thread.start()
     return thread
+
+
+def pool(size: int, name: str) -> concurrent.futures.ThreadPoolExecutor:
+    """A pool of up to `size` threads, each named `name` in the kernel."""
+    return concurrent.futures.ThreadPoolExecutor(size, thread_name_prefix=name, initializer=name_this_thread,
+                                                 initargs=(name,))

@@ -118,10 +118,6 @@ class ConnectionCase(unittest.TestCase):
         self.addCleanup(self.inbox.close)
 
 
-def kernel_thread_names() -> list[str]:
-    return [Path(f"/proc/self/task/{tid}/comm").read_text().strip() for tid in os.listdir("/proc/self/task")]
-
-
 class ThreadNames(ConnectionCase):
     """The worker's threads carry their names in the kernel (what top -H, perf
     and scripts/bench-hosts show), not only in Python."""
@@ -133,7 +129,8 @@ class ThreadNames(ConnectionCase):
         self.assertEqual(seen, ["hb-a-name-longe"])
 
     def test_the_frame_writer_is_named(self):
-        self.assertIn("hb-frames", kernel_thread_names())
+        names = [Path(f"/proc/self/task/{tid}/comm").read_text().strip() for tid in os.listdir("/proc/self/task")]
+        self.assertIn("hb-frames", names)
 
 
 class ReadingThread(ConnectionCase):
