@@ -79,7 +79,9 @@ class _Pieces:
 def _find_long(value: Any, shared: dict[int, list[bytes]], long_inside: set[int]) -> bool:
     """Whether a long text or a shared value is in `value`; each container
     that holds one goes into `long_inside`."""
-    found = id(value) in shared or (isinstance(value, str) and len(value) > LONG_TEXT)
+    if id(value) in shared:
+        return True  # its pieces are made already: nothing inside it is looked at again
+    found = isinstance(value, str) and len(value) > LONG_TEXT
     if isinstance(value, dict):
         found = any([_find_long(v, shared, long_inside) for v in value.values()]) or found
     elif isinstance(value, list):

@@ -1,6 +1,6 @@
 #include "bridge/worker/frames.hpp"
 
-#include "bridge/worker/texts_decoder.hpp"
+#include "bridge/worker/stream_decoder.hpp"
 #include "protocol/json_text.hpp"
 
 #include <nlohmann/json.hpp>
@@ -377,13 +377,13 @@ std::string encode(const to_worker& frame) { return encode_any(frame); }
 std::string encode(const from_worker& frame) { return encode_any(frame); }
 to_worker decode_to_worker(std::string_view body) { return decode_any<to_worker>(body); }
 from_worker decode_from_worker(std::string_view body) {
-  if (auto quick = decode_texts_quickly(body))
+  if (auto quick = decode_stream_quickly(body))
     return std::move(*quick);
   return decode_any<from_worker>(body);
 }
 from_worker decode_from_worker_generally(std::string_view body) { return decode_any<from_worker>(body); }
 from_worker decode_taking(std::string&& body) {
-  if (auto quick = decode_texts_quickly(body))
+  if (auto quick = decode_stream_quickly(body))
     return std::move(*quick);
   std::string owned = std::move(body);
   return decode_any<from_worker>(owned, &owned);

@@ -222,7 +222,7 @@ from_worker decode_from_worker(std::string_view body);
 // The same, with the body's buffer given to its last raw field (a long
 // run's result) rather than copied.
 from_worker decode_taking(std::string&& body);
-// Both go the fast way for a streaming turn's texts (texts_decoder.hpp);
+// Both go the fast way for a streaming turn's texts and events (stream_decoder.hpp);
 // this one never does (tests hold the two against each other).
 from_worker decode_from_worker_generally(std::string_view body);
 

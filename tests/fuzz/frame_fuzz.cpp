@@ -5,7 +5,7 @@
 // encode and decode again to the same frame. A body the fast way for
 // streamed texts takes, the general decoder takes as the same frame.
 #include "bridge/worker/frames.hpp"
-#include "bridge/worker/texts_decoder.hpp"
+#include "bridge/worker/stream_decoder.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -28,7 +28,7 @@ template <class Decode> void check(const std::string& body, Decode decode) {
 }
 
 void check_fast_way(const std::string& body) {
-  auto fast = decode_texts_quickly(body);
+  auto fast = decode_stream_quickly(body);
   if (!fast)
     return;
   try {

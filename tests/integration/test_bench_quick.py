@@ -115,6 +115,14 @@ class BenchQuickTest(unittest.TestCase):
                     self.assertTrue(metrics, f"{name}: no numbers for {column}")
                     bad = {k: v for k, v in metrics.items() if not is_number(v)}
                     self.assertFalse(bad, f"{name} {column}: not numbers: {bad}")
+        # W3's CPU split per delta and per turn, and by thread.
+        self.assertIn("cost per delta and a cost per turn", proc.stdout)
+        for column in ("seed", "worker"):
+            for part, cost in hosts["W3"]["split"][column].items():
+                with self.subTest(split=column, part=part):
+                    self.assertTrue(is_number(cost["us_per_delta"]) and is_number(cost["ms_per_turn"]), cost)
+        threads = hosts["W3"]["runs"]["worker"][0]["stream_threads"]
+        self.assertTrue(any(name.startswith("daemon: ") for name in threads), threads)
         for column, metrics in doc["isolation"]["medians"].items():
             with self.subTest(isolation=column):
                 for key in ("alone_s", "beside_s", "delay_s"):

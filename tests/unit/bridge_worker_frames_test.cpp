@@ -1,7 +1,7 @@
 // The daemon-worker frames: every kind survives the round trip, and a
 // stream cut anywhere or filled with garbage is refused, never misread.
 #include "bridge/worker/frames.hpp"
-#include "bridge/worker/texts_decoder.hpp"
+#include "bridge/worker/stream_decoder.hpp"
 #include "protocol/json_text.hpp"
 
 #include <catch2/catch.hpp>
@@ -297,52 +297,61 @@ TEST_CASE("worker frames: raw fields that do not add up are refused", "[worker]"
 namespace {
 
 // A streaming turn's frames as the worker's json.dumps writes them (the
-// daemon's own encoder leaves out the spaces), from random texts.
+// daemon's own encoder leaves out the spaces): texts, and now and then an
+// event (a turn's first one rides in a batch with its first texts).
 struct streamed {
   std::string body;
   from_worker frame;
 };
 
-streamed random_texts_body(std::mt19937& rng) {
+streamed random_stream_body(std::mt19937& rng) {
   static const std::vector<std::string> pieces = {
     "a", "word ", "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80", "\"", "\\", "/", "\n", "\t", "\r", "\b", "\f",
     "\x7f", std::string(40, 'x')};
   static const std::vector<std::string> rare = {"\x01", "\x1f"}; // json.dumps writes \u0001, \u001f
-  auto one = [&] {
-    texts t{rng() % 3 == 0 ? uint64_t{rng()} << 31 : rng() % 100, rng() % 1000, {}};
-    for (size_t i = 0, n = 1 + rng() % 5; i < n; ++i) {
-      std::string s;
-      for (size_t k = 0, m = rng() % 6; k < m; ++k)
-        s += rng() % 100 == 0 ? rare[rng() % rare.size()] : pieces[rng() % pieces.size()];
-      t.texts.push_back(s);
-    }
+  auto text = [&] {
+    std::string s;
+    for (size_t k = 0, m = rng() % 6; k < m; ++k)
+      s += rng() % 100 == 0 ? rare[rng() % rare.size()] : pieces[rng() % pieces.size()];
+    return s;
+  };
+  auto one = [&]() -> turn_frame {
+    uint64_t turn = rng() % 3 == 0 ? uint64_t{rng()} << 31 : rng() % 100, seq = rng() % 1000;
+    if (rng() % 5 == 0)
+      return event{turn, seq, R"({"event": ")" + text() + R"("})"};
+    texts t{turn, seq, {}};
+    for (size_t i = 0, n = 1 + rng() % 5; i < n; ++i)
+      t.texts.push_back(text());
     return t;
   };
-  auto as_json = [](const texts& t) {
+  auto as_json = [](const turn_frame& f) {
+    if (auto* e = std::get_if<event>(&f))
+      return hb::protocol::json{{"t", "event"}, {"turn", e->turn}, {"seq", e->seq}, {"json", e->json}};
+    const auto& t = std::get<texts>(f);
     return hb::protocol::json{{"t", "texts"}, {"turn", t.turn}, {"seq", t.seq}, {"texts", t.texts}};
   };
   if (rng() % 4 == 0) {
-    texts t = one();
-    return {hb::protocol::dumps(as_json(t)), t};
+    turn_frame f = one();
+    return {hb::protocol::dumps(as_json(f)), std::visit([](auto& x) { return from_worker{x}; }, f)};
   }
   batch b;
   auto frames = hb::protocol::json::array();
   for (size_t i = 0, n = 1 + rng() % 4; i < n; ++i) {
-    texts t = one();
-    frames.push_back(as_json(t));
-    b.frames.push_back(t);
+    turn_frame f = one();
+    frames.push_back(as_json(f));
+    b.frames.push_back(f);
   }
   return {hb::protocol::dumps(hb::protocol::json{{"t", "batch"}, {"frames", frames}}), b};
 }
 
 } // namespace
 
-TEST_CASE("worker frames: streamed texts take the fast way and decode as the general decoder does", "[worker]") {
+TEST_CASE("worker frames: streamed texts and events take the fast way and decode as the general decoder does", "[worker]") {
   std::mt19937 rng(23);
   int quick = 0, general = 0;
   for (int round = 0; round < 5000; ++round) {
-    auto [body, frame] = random_texts_body(rng);
-    auto fast = decode_texts_quickly(body);
+    auto [body, frame] = random_stream_body(rng);
+    auto fast = decode_stream_quickly(body);
     // The general decoder is the oracle; the frame the body was made from too.
     REQUIRE(encode(decode_from_worker_generally(body)) == encode(frame));
     REQUIRE(encode(decode_from_worker(body)) == encode(frame));
@@ -357,13 +366,23 @@ TEST_CASE("worker frames: streamed texts take the fast way and decode as the gen
   }
   CHECK(quick > 3000);
   CHECK(general > 0);
+  // A turn's start as the worker sends it (test_worker_python holds the
+  // worker to this spelling): its first event and texts in one batch.
+  auto start = decode_stream_quickly(R"({"t": "batch", "frames": [{"t": "event", "turn": 7, "seq": 1, )"
+                                     R"("json": "{\"event\": \"x\"}"}, )"
+                                     R"({"t": "texts", "turn": 7, "seq": 2, "texts": ["d0 ", "d1 "]}]})");
+  REQUIRE(start);
+  const auto& frames = std::get<batch>(*start).frames;
+  REQUIRE(frames.size() == 2);
+  CHECK(std::get<event>(frames[0]).json == R"({"event": "x"})");
+  CHECK(std::get<texts>(frames[1]).texts == std::vector<std::string>{"d0 ", "d1 "});
 }
 
-TEST_CASE("worker frames: a damaged texts body decodes on the fast way only as the general decoder would", "[worker]") {
+TEST_CASE("worker frames: a damaged stream body decodes on the fast way only as the general decoder would", "[worker]") {
   std::mt19937 rng(29);
   int refused_quickly = 0, accepted = 0;
   for (int round = 0; round < 20000; ++round) {
-    std::string body = random_texts_body(rng).body;
+    std::string body = random_stream_body(rng).body;
     for (int k = 0, n = 1 + round % 3; k < n; ++k) {
       size_t at = rng() % (body.size() + 1);
       switch (rng() % 3) {
@@ -372,7 +391,7 @@ TEST_CASE("worker frames: a damaged texts body decodes on the fast way only as t
         default: if (at < body.size()) body.erase(at, 1);
       }
     }
-    auto fast = decode_texts_quickly(body);
+    auto fast = decode_stream_quickly(body);
     if (!fast) {
       ++refused_quickly;
       continue; // the general decoder takes it from here, as it always did

@@ -60,6 +60,15 @@ class JsonTests(unittest.TestCase):
         self.assertEqual(b"".join(pieces).decode(), bridge_json.dumps(result))
         self.assertTrue(all(any(p is h for p in pieces) for h in history))
 
+        # A shared value is not walked again (a long session's history was,
+        # once more per turn, for nothing).
+        class Untouchable(list):
+            def __iter__(self):
+                raise AssertionError("walked into a value whose pieces were given")
+        shared = Untouchable()
+        pieces = bridge_json.dumps_pieces({"messages": shared, "n": 2}, {id(shared): [b"[1]"]})
+        self.assertEqual(b"".join(pieces), b'{"messages": [1], "n": 2}')
+
 
 class DotenvTests(unittest.TestCase):
     def test_parsing_rules(self):

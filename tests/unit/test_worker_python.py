@@ -99,6 +99,15 @@ class FrameCodec(unittest.TestCase):
             with self.assertRaises(frames.FrameError):
                 frames.read(io.BytesIO(struct.pack(">I", len(body)) + body))
 
+    def test_a_turns_stream_is_spelled_as_the_daemons_fast_reader_expects(self):
+        # bridge/worker/stream_decoder.cpp reads exactly this spelling without a
+        # general JSON parse (FRAMES.md, "Spelling"); any other is read slowly.
+        body = b"".join(frames.encode_items([(7, 1, "event", {"json": '{"event": "x"}'}),
+                                             (7, 2, "texts", ["d0 ", "d1 "])]))[4:]
+        self.assertEqual(body, b'{"t": "batch", "frames": [{"t": "event", "turn": 7, "seq": 1, '
+                               b'"json": "{\\"event\\": \\"x\\"}"}, '
+                               b'{"t": "texts", "turn": 7, "seq": 2, "texts": ["d0 ", "d1 "]}]}')
+
     def test_a_lone_surrogate_never_breaks_encoding(self):
         data = frames.encode("text", {"turn": 1, "seq": 1, "text": "bad\ud800"})
         self.assertEqual(frames.read(io.BytesIO(data))["text"], "bad?")

@@ -1,12 +1,16 @@
-// The frames a streaming turn mostly sends, `texts` alone or in a `batch`,
-// decoded straight into their structs. A general JSON parse built a
-// document node and a string for every delta before they were moved out:
-// the largest share of the daemon's CPU per streamed delta. This reads only
-// the exact text the worker's encoder writes (json.dumps with its default
-// separators, keys in the order worker_frames.py gives them); anything else,
-// however valid, is left to the general decoder, which also words the
-// errors. So what this accepts decodes to what the general decoder makes of it.
-#include "bridge/worker/texts_decoder.hpp"
+// The frames a streaming turn mostly sends, `texts` and `event`, alone or
+// in a `batch`, decoded straight into their structs. A general JSON parse
+// built a document node and a string for every delta before they were
+// moved out: the largest share of the daemon's CPU per streamed delta. A
+// turn's first `event` rides in the same batch as its first texts, so a
+// batch with events takes this way too (before it did not, and the general
+// parse of such batches was most of the daemon's decoding in W3). This
+// reads only the exact text the worker's encoder writes (json.dumps with
+// its default separators, keys in the order worker_frames.py gives them);
+// anything else, however valid, is left to the general decoder, which also
+// words the errors. So what this accepts decodes to what the general
+// decoder makes of it.
+#include "bridge/worker/stream_decoder.hpp"
 
 #include "protocol/json_text.hpp"
 
@@ -91,10 +95,15 @@ private:
   size_t at_ = 0;
 };
 
+// `, "turn": N, "seq": N` after a frame's kind.
+bool numbered(cursor& in, uint64_t& turn, uint64_t& seq) {
+  return in.literal(R"(, "turn": )") && in.unsigned_number(turn) && in.literal(R"(, "seq": )") &&
+         in.unsigned_number(seq);
+}
+
 // {"t": "texts", "turn": N, "seq": N, "texts": ["...", ...]} with at least one text.
 bool texts_frame(cursor& in, texts& out) {
-  if (!in.literal(R"({"t": "texts", "turn": )") || !in.unsigned_number(out.turn) || !in.literal(R"(, "seq": )") ||
-      !in.unsigned_number(out.seq) || !in.literal(R"(, "texts": [)"))
+  if (!numbered(in, out.turn, out.seq) || !in.literal(R"(, "texts": [)"))
     return false;
   do {
     if (!in.string(out.texts.emplace_back()))
@@ -103,21 +112,34 @@ bool texts_frame(cursor& in, texts& out) {
   return in.literal("]}");
 }
 
+// {"t": "event", "turn": N, "seq": N, "json": "..."}
+bool event_frame(cursor& in, event& out) {
+  return numbered(in, out.turn, out.seq) && in.literal(R"(, "json": )") && in.string(out.json) && in.literal("}");
+}
+
+bool stream_frame(cursor& in, turn_frame& out) {
+  if (in.literal(R"({"t": "texts")"))
+    return texts_frame(in, out.emplace<texts>());
+  if (in.literal(R"({"t": "event")"))
+    return event_frame(in, out.emplace<event>());
+  return false;
+}
+
 } // namespace
 
-std::optional<from_worker> decode_texts_quickly(std::string_view body) {
+std::optional<from_worker> decode_stream_quickly(std::string_view body) {
   cursor in(body);
   bool batched = in.literal(R"({"t": "batch", "frames": [)");
   batch all;
   do {
-    if (!texts_frame(in, std::get<texts>(all.frames.emplace_back(texts{}))))
+    if (!stream_frame(in, all.frames.emplace_back()))
       return std::nullopt;
   } while (batched && in.literal(", "));
   if ((batched && !in.literal("]}")) || !in.done())
     return std::nullopt;
-  if (!batched)
-    return from_worker{std::move(std::get<texts>(all.frames.front()))};
-  return from_worker{std::move(all)};
+  if (batched)
+    return from_worker{std::move(all)};
+  return std::visit([](auto& frame) { return from_worker{std::move(frame)}; }, all.frames.front());
 }
 
 } // namespace hb::bridge::worker
