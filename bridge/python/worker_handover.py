@@ -4,7 +4,8 @@ worker_rendezvous.py call it): when the daemon's socket goes it becomes an
 orphan, keeping its turns' frames and dropping everything else; a daemon
 that attaches to its rendezvous socket adopts it, is told of every turn,
 and then resumes or drops each one; when no daemon will come it winds down.
-Every method takes the connection's lock: the state is Connection's.
+Every method runs under the connection's lock (the public ones take it): the
+state is Connection's.
 Stdlib only."""
 
 from __future__ import annotations
