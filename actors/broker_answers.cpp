@@ -54,22 +54,16 @@ void write_line(broker_actor* self, handle h, connection& conn, const std::strin
 
 // Closing a socket that still holds bytes from the client resets the
 // connection: the client reads an error instead of the end after its
-// answer (on TCP the answer itself may be lost). What a one-shot client
-// sent after its request is read and dropped first, up to a bound. A client
-// still sending meanwhile (a large write arrives in pieces) could slip more
-// in between the last read and the close, so reading is shut first: from
-// then on its sends fail at once (EPIPE) and nothing more arrives, and a
-// last read empties what came before. A client that sent more than the
-// bound is reset, as before.
+// answer (on TCP the answer itself may be lost). Reading is shut first:
+// from then on a client still sending (a large write arrives in pieces)
+// fails at once (EPIPE) and nothing more arrives; then what came before is
+// read and dropped, up to a bound. A client that sent more than the bound
+// is reset, as before.
 void drop_unread(int fd) {
   static char sink[64u << 10]; // the broker's one thread
-  auto drain = [fd] {
-    for (int i = 0; i < 8 && ::recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0; ++i) {
-    }
-  };
-  drain();
   ::shutdown(fd, SHUT_RD);
-  drain();
+  for (int i = 0; i < 8 && ::recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0; ++i) {
+  }
 }
 
 // Closed at once: nothing is left to send. A connection CAF is not writing
