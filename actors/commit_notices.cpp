@@ -65,6 +65,21 @@ void commit_notices::untold_all() {
   }
 }
 
+std::vector<std::pair<std::string, run_landing>> commit_notices::landings(const counts_of_run& counts) const {
+  std::vector<std::pair<std::string, run_landing>> out;
+  out.reserve(touched_.size());
+  for (const auto& [run, touched] : touched_) {
+    run_landing landing;
+    if (touched.ending) {
+      landing = {true, touched.ending->delta_count, touched.ending->event_count};
+    } else if (auto now = counts(run)) {
+      landing = {true, now->deltas, now->events};
+    }
+    out.emplace_back(run, landing);
+  }
+  return out;
+}
+
 std::optional<log_committed>
 commit_notices::take(const counts_of_run& counts) {
   if (touched_.empty())

@@ -5,12 +5,15 @@
 #pragma once
 
 #include "actors/log_messages.hpp"
+#include "actors/run_windows.hpp"
 
 #include <cstddef>
 #include <functional>
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace hb::actors {
 
@@ -47,6 +50,9 @@ public:
   // empty when the transaction touched no run.
   using counts_of_run = std::function<std::optional<storage::log_writer::run_counts>(const std::string&)>;
   std::optional<log_committed> take(const counts_of_run& counts);
+  // Before the commit: each run the transaction touched and where the
+  // commit leaves it (shared_run_windows' commit bracket).
+  std::vector<std::pair<std::string, run_landing>> landings(const counts_of_run& counts) const;
 
 private:
   struct touched_run {

@@ -69,9 +69,12 @@ void tell(writer_actor* self, log_committed& notice) {
     self->send(st.listener, std::move(notice));
 }
 
+commit_notices::counts_of_run log_counts(writer_actor* self) {
+  return [self](const std::string& run) { return self->state.batches->log().counts(run); };
+}
+
 void publish(writer_actor* self) {
-  auto& st = self->state;
-  if (auto notice = st.notices.take([&](const std::string& run) { return st.batches->log().counts(run); }))
+  if (auto notice = self->state.notices.take(log_counts(self)))
     tell(self, *notice);
 }
 
@@ -109,7 +112,9 @@ void commit_now(writer_actor* self) {
   st.commit_queued = false;
   if (st.batches->degraded())
     return; // the retry commits
-  shared_run_windows::change change(st.windows.get());
+  std::optional<shared_run_windows::change> change;
+  if (st.windows)
+    change.emplace(st.windows.get(), st.notices.landings(log_counts(self)));
   auto rows = st.batches->commit();
   if (!rows)
     return on_write_failed(self);

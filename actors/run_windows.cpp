@@ -112,14 +112,26 @@ void run_windows::forget(const std::string& run_id) {
   windows_.erase(it);
 }
 
-std::optional<output_reply> run_windows::answer(const output_query& q, bool log_held) const {
+// A client holds a cursor past a window's end from a read of a commit the
+// windows do not hold yet, or of none (its mistake, or a status poll): past
+// where the commit in flight lands the run, no read can have given it.
+static bool past_any_read(const output_query& q, int64_t delta_end, int64_t event_end, const run_landing* landing) {
+  if (!landing)
+    return true;
+  return landing->known && (q.cursor <= delta_end || q.cursor > landing->delta_count) &&
+         (q.event_cursor <= event_end || q.event_cursor > landing->event_count);
+}
+
+std::optional<output_reply> run_windows::answer(const output_query& q, bool log_held,
+                                                const run_landing* landing) const {
   auto it = windows_.find(q.run_id);
   if (it == windows_.end())
     return std::nullopt;
   const window& w = it->second;
   int64_t from = q.include_output ? 0 : q.cursor; // the whole output, or from the cursor on
   bool past_end = q.cursor > w.delta_count || q.event_cursor > w.event_count;
-  if (q.cursor < w.delta_base || q.event_cursor < w.event_base || from < w.delta_base || (past_end && !log_held))
+  if (q.cursor < w.delta_base || q.event_cursor < w.event_base || from < w.delta_base ||
+      (past_end && !(log_held && past_any_read(q, w.delta_count, w.event_count, landing))))
     return std::nullopt;
   // A bounded read that could stop early is the log's to answer: it says
   // where. What it would take at most: each delta's text, and again,

@@ -21,6 +21,15 @@
 
 namespace hb::actors {
 
+// Where the commit in flight leaves a run it touches: its counts once the
+// commit lands, when the writer knows them (not for a run whose end the
+// commit writes).
+struct run_landing {
+  bool known = false;
+  int64_t delta_count = 0;
+  int64_t event_count = 0;
+};
+
 class run_windows {
 public:
   struct limits {
@@ -35,11 +44,14 @@ public:
   // without a tail is forgotten.
   void on_committed(log_committed& touched);
   // A read's answer (log_reader_actor's), when the run's window holds it.
-  // `log_held`: the windows hold every change made to the log, so a cursor
-  // past a window's end is past the run's end in the log too (a client's
-  // mistake, or a poller asking only for the status), answered as the log
-  // answers it.
-  std::optional<output_reply> answer(const output_query& q, bool log_held) const;
+  // `log_held`: the windows hold every change made to the log but for the
+  // commit in flight, which leaves this run at `landing` (none: it does not
+  // touch the run). A cursor past the window's end and past where that
+  // commit lands the run is past the run's end in the log too (a client's
+  // mistake, or a poller asking only for the status): answered as the log
+  // answers it before the commit.
+  std::optional<output_reply> answer(const output_query& q, bool log_held,
+                                     const run_landing* landing = nullptr) const;
 
   size_t runs() const { return windows_.size(); }
   size_t ended_runs() const { return ended_.size(); }

@@ -18,7 +18,10 @@
 // hold yet (or by its own mistake, which the log would answer the same way).
 // The writer counts a change as begun before any reader can see it and says
 // the windows hold it only once they do; while the two counts differ, the
-// log answers.
+// log answers. A commit is told more finely: before it, the writer says
+// where it lands each run it touches, and until the windows hold it, a
+// cursor past a run's window is answered from it only when past that too
+// (a status poll's, which no read gave); the log answers the rest.
 #pragma once
 
 #include "actors/run_windows.hpp"
@@ -27,6 +30,10 @@
 #include <cstdint>
 #include <exception>
 #include <mutex>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace hb::actors {
 
@@ -46,33 +53,51 @@ public:
 
   std::optional<output_reply> answer(const output_query& q) const {
     std::lock_guard<std::mutex> lock(mu_);
-    return windows_.answer(q, !lost_ && held_ == begun_.load());
+    auto landing = landing_.find(q.run_id);
+    return windows_.answer(q, !lost_ && held_ == begun_.load(),
+                           landing == landing_.end() ? nullptr : &landing->second);
   }
+
+  // Each run a commit touches, and where the commit leaves it.
+  using landings = std::vector<std::pair<std::string, run_landing>>;
 
   // The writer's bracket around anything that changes what a read of the
   // log sees (a commit, a retry, a pruning step), made before it and ended
   // once the windows hold the change; left by an exception, the windows
   // never count as holding the log again (the log answers past ends).
+  // A commit's bracket says where it lands the runs it touches instead of
+  // counting as a change: other runs, and cursors no read gave, are still
+  // answered from memory while it is in flight.
   class change {
   public:
     explicit change(shared_run_windows* windows) : windows_(windows) {
       if (windows_)
         windows_->begun_.fetch_add(1);
     }
+    change(shared_run_windows* windows, landings commit) : windows_(windows), commit_(true) {
+      if (!windows_)
+        return;
+      std::lock_guard<std::mutex> lock(windows_->mu_);
+      for (auto& [run_id, landing] : commit)
+        windows_->landing_.insert_or_assign(std::move(run_id), landing);
+    }
     ~change() {
       if (!windows_)
         return;
       std::lock_guard<std::mutex> lock(windows_->mu_);
-      if (std::uncaught_exceptions() == exceptions_)
-        windows_->held_ = windows_->begun_.load();
-      else
+      if (std::uncaught_exceptions() != exceptions_)
         windows_->lost_ = true;
+      else if (commit_)
+        windows_->landing_.clear();
+      else
+        windows_->held_ = windows_->begun_.load();
     }
     change(const change&) = delete;
     change& operator=(const change&) = delete;
 
   private:
     shared_run_windows* windows_;
+    bool commit_ = false;
     int exceptions_ = std::uncaught_exceptions();
   };
 
@@ -96,6 +121,7 @@ private:
   std::atomic<uint64_t> begun_{0};
   uint64_t held_ = 0;  // under mu_
   bool lost_ = false;  // under mu_: a change may be missing for good
+  std::unordered_map<std::string, run_landing> landing_; // under mu_: the commit in flight's runs
 };
 
 } // namespace hb::actors

@@ -94,11 +94,37 @@ def _state_db_count(session: Session) -> int | None:
         return None
 
 
-def _mirror_turn(session: Session, before: int | None, user_text: str,
+# hermes-agent 0.18+ stamps each message dict it writes to state.db with
+# this key (run_agent._DB_PERSISTED_MARKER); the stamp stays in the turn's
+# messages.
+PERSISTED_STAMP = "_db_persisted"
+STAMPED = object()  # a turn's "before": read its stamps, not the rows' count
+
+
+def _rows_before(session: Session) -> Any:
+    """What tells, after the turn, whether the agent wrote it: STAMPED for an
+    agent that stamps what it writes (no COUNT(*), which grows with the
+    session, before and after every turn), else the rows' count."""
+    module = sys.modules.get(type(session.agent).__module__)
+    if getattr(module, "_DB_PERSISTED_MARKER", None) == PERSISTED_STAMP:
+        return STAMPED
+    return _state_db_count(session)
+
+
+def _agent_wrote(session: Session, before: Any, result: dict[str, Any], history_len: int) -> bool:
+    """True also when it cannot be told (no state.db): nothing is written then."""
+    if before is STAMPED:
+        messages = result.get("messages")
+        return not isinstance(messages, list) or any(
+            isinstance(m, dict) and m.get(PERSISTED_STAMP) for m in messages[history_len:])
+    after = _state_db_count(session)
+    return before is None or after is None or after > before
+
+
+def _mirror_turn(session: Session, before: Any, user_text: str,
                  result: dict[str, Any], history_len: int, source: Any = None) -> None:
     """Writes the turn to hermes' state.db when the agent did not."""
-    after = _state_db_count(session)
-    if before is None or after is None or after > before:
+    if _agent_wrote(session, before, result, history_len):
         return
     db = DBS.for_profile(session.profile)
     messages = result.get("messages")
@@ -241,7 +267,7 @@ def run_turn(session: Session, sink: Any, request_json: str, pieces: bool = Fals
     legacy_cwd = workspace if workspace and needs_terminal_cwd() else None
     with GATE.hold(session.profile, exec_ask=True, terminal_cwd=legacy_cwd), \
             bound_workspace(session, workspace):
-        session.gateway_timeout_s = gateway_timeout_s(load_config())
+        session.gateway_timeout_s = gateway_timeout_s(load_config(read_only=True))
         undo = session.bind(sink)
         saved_reasoning = _override_reasoning(agent, req.get("reasoning_effort"))
         try:
@@ -255,7 +281,7 @@ def run_turn(session: Session, sink: Any, request_json: str, pieces: bool = Fals
                 if isinstance(new_system, str):
                     instructions = new_system
             user_text = _user_text(storage if storage is not None else message)
-            before = _state_db_count(session)
+            before = _rows_before(session)
             # The sink's own method: no Python frame per delta. (After the turn
             # the sink drops what stray threads still send through it.)
             kwargs: dict[str, Any] = {"task_id": session.session_id, "stream_callback": sink.text}

@@ -153,7 +153,7 @@ def session_call(session: Any, op: str, args_json: str) -> str:
 def _goal_manager(session_id: str) -> Any:
     from hermes_cli.goals import GoalManager
     try:
-        max_turns = int(section(load_config(), "goals").get("max_turns", 20) or 20)
+        max_turns = int(section(load_config(read_only=True), "goals").get("max_turns", 20) or 20)
     except (TypeError, ValueError):
         max_turns = 20
     return GoalManager(session_id=session_id, default_max_turns=max_turns)

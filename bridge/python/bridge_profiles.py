@@ -247,10 +247,14 @@ GATE = ProfileGate()
 # Configuration, read inside the profile's environment.
 
 
-def load_config() -> dict[str, Any]:
+def load_config(read_only: bool = False) -> dict[str, Any]:
+    """The profile's config. `read_only`: hermes' own cached dict, not a deep
+    copy (load_config_readonly, about half of load_config's cost, where hermes
+    has it); the caller must not change it."""
     try:
-        from hermes_cli.config import load_config as hermes_load_config
-        cfg = hermes_load_config()
+        from hermes_cli import config as hermes_config
+        load = getattr(hermes_config, "load_config_readonly", None) if read_only else None
+        cfg = (load if callable(load) else hermes_config.load_config)()
         return cfg if isinstance(cfg, dict) else {}
     except Exception:
         pass

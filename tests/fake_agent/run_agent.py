@@ -18,6 +18,10 @@ from agent.prompt_builder import PLATFORM_HINTS  # noqa: F401  (re-exported: sam
 from fake_support import eventlog
 from fake_support.turn import Turn
 
+# The real agent's stamp on a message dict it has written to state.db (its
+# name too: the bridge looks for it).
+_DB_PERSISTED_MARKER = "_db_persisted"
+
 # The real agent takes seconds to import (its model clients, tools and their
 # dependencies): a worker that has not finished importing it is not ready.
 if os.environ.get("FAKE_AGENT_IMPORT_DELAY_MS"):
@@ -253,14 +257,18 @@ class AIAgent:
             return
         try:
             db.create_session(self.session_id, source=self.platform or "cli", model=self.model)
-            # Same cursor rule as the real agent: never rewrite the caller's history,
-            # never rewrite rows already flushed (or pre-persisted by a bridge).
-            start = max(turn.flush_base, self._last_flushed_db_idx)
-            for msg in turn.messages[start:]:
+            # The real agent's rule (0.18+): every message dict of this turn
+            # is written once, then stamped "_db_persisted" (the stamp stays
+            # in the returned messages, so history passed back is not written
+            # again); the caller's history is never written.
+            for msg in turn.messages[turn.flush_base:]:
+                if not isinstance(msg, dict) or msg.get(_DB_PERSISTED_MARKER):
+                    continue
                 db.append_message(self.session_id, msg.get("role"), content=msg.get("content"),
                                   tool_calls=msg.get("tool_calls"),
                                   tool_call_id=msg.get("tool_call_id"),
                                   tool_name=msg.get("tool_name"))
+                msg[_DB_PERSISTED_MARKER] = True
             self._last_flushed_db_idx = len(turn.messages)
         except Exception:
             pass  # the real agent logs persistence failures and carries on

@@ -304,15 +304,19 @@ class PersistenceAndConfigTests(FakeAgentTestCase):
         self.assertEqual(rows[1]["tool_calls"][0]["id"], "call_1")
         self.assertEqual(rows[2]["tool_call_id"], "call_1")
         self.assertEqual(db.get_session("s1")["source"], "webui")
-        # A bridge pre-persisting the user row and bumping the cursor: no duplicates.
+        # As the real agent (0.18+): what it wrote comes back stamped, so the
+        # history passed back is not written again; the new rows are.
         history = first["messages"]
-        db.append_message("s1", "user", content="second")
-        agent._last_flushed_db_idx = len(history) + 1
+        self.assertTrue(all(m.get("_db_persisted") for m in history))
         agent.run_conversation("second", conversation_history=history)
         convo = db.get_messages_as_conversation("s1")
         self.assertEqual([m["content"] for m in convo if m["role"] == "user"],
                          ["script:tool terminal ls;say done", "second"])
         self.assertEqual(convo[-1]["content"], "echo: second")
+        # A turn with no history passed still writes its own rows (no
+        # positional cursor left over from the turn before).
+        agent.run_conversation("third")
+        self.assertEqual(db.message_count("s1"), len(convo) + 2)
 
     def test_config_runtime_toolsets_reasoning(self):
         self.assertEqual(load_config(), {})

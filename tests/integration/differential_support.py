@@ -105,10 +105,16 @@ def id_kind(key: str) -> str:
     return key.removeprefix("current_").removeprefix("requested_").removesuffix("_id")
 
 
+PERSISTED_STAMP = "_db_persisted"
+
+
 def mask(obj: Any, ids: IdMap, key: str | None = None) -> Any:
-    """Masks times (keeping the type) and renames 32-hex ids, recursively."""
+    """Masks times (keeping the type) and renames 32-hex ids, recursively.
+    The agent's persistence stamp is left out: the agent puts it on its live
+    message dicts when it writes them to state.db, and the seed encodes an
+    event's messages when it is read, ours when it is sent."""
     if isinstance(obj, dict):
-        return {k: mask(v, ids, k) for k, v in obj.items()}
+        return {k: mask(v, ids, k) for k, v in obj.items() if k != PERSISTED_STAMP}
     if isinstance(obj, list):
         return [mask(v, ids) for v in obj]
     if key in TIME_KEYS and obj is not None:
@@ -119,6 +125,15 @@ def mask(obj: Any, ids: IdMap, key: str | None = None) -> Any:
         return ids.sub(obj)
     if isinstance(obj, float) and math.isnan(obj):
         return "<nan>"
+    return obj
+
+
+def unstamped(obj: Any) -> Any:
+    """The value without the agent's persistence stamp, recursively."""
+    if isinstance(obj, dict):
+        return {k: unstamped(v) for k, v in obj.items() if k != PERSISTED_STAMP}
+    if isinstance(obj, list):
+        return [unstamped(v) for v in obj]
     return obj
 
 

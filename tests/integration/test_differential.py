@@ -342,7 +342,14 @@ class DifferentialTest(unittest.TestCase):
                         result = records[label.replace(" (polled)", " (get_result)")].resp
                         self.assertEqual(rec.resp["seen_text"], rec.resp["output"])
                         self.assertEqual(rec.resp["seen_text"], result["output"])
-                        self.assertEqual(rec.resp["seen_events"], result["events"])
+                        seen, told = rec.resp["seen_events"], result["events"]
+                        if trace is self.seed:
+                            # Seed quirk: it keeps the agent's live message dicts in its
+                            # events and encodes them when read, so a stamp the agent puts
+                            # on them later (state.db's "_db_persisted") shows in
+                            # get_result but not in what was polled before.
+                            seen, told = unstamped(seen), unstamped(told)
+                        self.assertEqual(seen, told)
                         self.assertEqual(rec.resp["cursor"], len(result["deltas"]))
 
     def test_chat_wait(self) -> None:

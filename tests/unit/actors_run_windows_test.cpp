@@ -91,6 +91,28 @@ struct live_run {
   }
 };
 
+// The commit's notice reaches the windows and the writer's bracket ends: a
+// status poll is then answered from memory, as a read of the log answers it.
+output_reply landed(shared_run_windows& windows, std::optional<shared_run_windows::change>& bracket,
+                    log_committed& notice, live_run& run, const output_query& status) {
+  windows.committed(notice);
+  bracket.reset();
+  auto answer = windows.answer(status);
+  REQUIRE(answer);
+  CHECK(answer->line == run.read(status).line);
+  return *answer;
+}
+
+// The log writer's bracket around a change, left by an exception.
+template <class... Landings>
+void leave_by_an_exception(shared_run_windows& windows, Landings&&... landings) {
+  try {
+    shared_run_windows::change change(&windows, std::forward<Landings>(landings)...);
+    throw std::runtime_error("commit failed");
+  } catch (const std::runtime_error&) {
+  }
+}
+
 struct hub_on_a_log : hub_fixture, live_run {
   void commit() { hub_fixture::commit(live_run::commit()); }
   std::string read_line(int64_t cursor, int64_t event_cursor) {
@@ -208,23 +230,60 @@ TEST_CASE("shared run windows: a cursor past a run's end is answered from memory
   CHECK(!windows.answer(past));
   CHECK(!windows.answer(output_query{"r1", 2, 2, false, 0})); // the cursor that read gave
   CHECK(windows.answer(output_query{"r1", 1, 1, false, 0}));  // within the window: as before
-  windows.committed(second);
-  in_flight.reset();
-  auto after = windows.answer(past);
-  REQUIRE(after);
-  CHECK(after->line == run.read(past).line);
-  CHECK(after->cursor == 2);
+  CHECK(landed(windows, in_flight, second, run, past).cursor == 2);
 
   // A change the writer left by an exception: never again held.
-  try {
-    shared_run_windows::change change(&windows);
-    throw std::runtime_error("commit failed");
-  } catch (const std::runtime_error&) {
-  }
+  leave_by_an_exception(windows);
   CHECK(!windows.answer(past));
   commit_told();
   CHECK(!windows.answer(past));
   CHECK(windows.answer(output_query{"r1", 2, 2, false, 0}));
+}
+
+TEST_CASE("shared run windows: while a commit is in flight, a status poll is answered from memory and a cursor "
+          "a read of that commit gave goes to the log",
+          "[run_windows]") {
+  live_run run;
+  shared_run_windows windows;
+  run.delta("a");
+  auto first = run.commit();
+  windows.committed(first);
+  output_query status{"r1", 1 << 30, 1 << 30, false, 0};
+  auto landing_of_r1 = [&]() -> shared_run_windows::landings {
+    auto counts = run.log.counts("r1");
+    REQUIRE(counts);
+    return {{"r1", run_landing{true, counts->deltas, counts->events}}};
+  };
+
+  run.delta("b");
+  run.event(R"({"event": "tool"})");
+  std::optional<shared_run_windows::change> in_flight;
+  in_flight.emplace(&windows, landing_of_r1()); // as the log writer brackets a commit
+  auto second = run.commit();
+  auto before = windows.answer(status);
+  REQUIRE(before);
+  CHECK(before->cursor == 1); // the run as the log showed it before the commit: a valid answer
+  CHECK(!windows.answer(output_query{"r1", 2, 3, false, 0})); // a read of the commit gave these: the log
+  CHECK(!windows.answer(output_query{"r1", 2, 1 << 30, false, 0}));
+  CHECK(!windows.answer(output_query{"r1", 1 << 30, 3, false, 0}));
+  CHECK(windows.answer(output_query{"r1", 1, 1, false, 0})); // within the window, as ever
+  CHECK(landed(windows, in_flight, second, run, status).cursor == 2);
+  CHECK(windows.answer(output_query{"r1", 2, 3, false, 0}));
+
+  // A commit that does not touch the run holds none of its answers up; one
+  // that leaves it where the writer cannot say (its end) holds them all.
+  in_flight.emplace(&windows, shared_run_windows::landings{{"r2", run_landing{true, 5, 5}}});
+  CHECK(windows.answer(status));
+  in_flight.reset();
+  in_flight.emplace(&windows, shared_run_windows::landings{{"r1", run_landing{}}});
+  CHECK(!windows.answer(status));
+  CHECK(windows.answer(output_query{"r1", 2, 3, false, 0}));
+  in_flight.reset();
+  CHECK(windows.answer(status));
+
+  // A commit left by an exception: the windows never again answer past an end.
+  leave_by_an_exception(windows, landing_of_r1());
+  CHECK(!windows.answer(status));
 }
 
 TEST_CASE("run windows: ended runs are kept up to their number and leave first for live runs or when pruned",

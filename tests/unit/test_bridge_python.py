@@ -321,6 +321,44 @@ class StateDbMirrorTests(unittest.TestCase):
             {"role": "assistant", "content": "hello"}]}, 1)
         self.assertEqual(self.roles(), ["user", "user", "assistant"])
 
+    def stamping_agent(self):
+        """An agent whose module names hermes' stamp, as run_agent 0.18+ does;
+        the SessionDB's count is watched: such a turn must not need it."""
+        module = types.ModuleType("stamping_run_agent")
+        module._DB_PERSISTED_MARKER = "_db_persisted"
+        sys.modules[module.__name__] = module
+        self.addCleanup(sys.modules.pop, module.__name__)
+        self.session.agent = type("AIAgent", (), {"__module__": module.__name__, "model": "m"})()
+        self.counts = 0
+        count = self.db.message_count
+
+        def counted(*args):
+            self.counts += 1
+            return count(*args)
+        self.db.message_count = counted
+
+    def stamped_turn(self, agent_writes, history):
+        before = self.adapter._rows_before(self.session)
+        new = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+        if agent_writes:
+            for msg in new:
+                self.db.append_message(session_id="s", role=msg["role"], content=msg["content"])
+                msg["_db_persisted"] = True
+        self.adapter._mirror_turn(self.session, before, "hi", {"messages": history + new}, len(history))
+
+    def test_an_agent_that_stamps_its_rows_is_told_by_the_stamps_not_by_counting(self):
+        self.stamping_agent()
+        self.stamped_turn(agent_writes=True, history=[])
+        self.assertEqual(self.roles(), ["user", "assistant"])
+        self.assertEqual(self.counts, 0)
+
+    def test_a_stamping_agent_s_turn_with_no_stamp_of_its_own_is_written_once(self):
+        self.stamping_agent()
+        # (the history's stamps are the turns before's)
+        self.stamped_turn(agent_writes=False, history=[{"role": "user", "content": "0", "_db_persisted": True}])
+        self.assertEqual(self.roles(), ["user", "assistant"])
+        self.assertEqual(self.counts, 0)
+
     def test_a_session_db_without_message_count_is_counted_by_its_messages(self):
         self.db.message_count = None  # as an agent whose SessionDB has none
         self.assertEqual(self.adapter._state_db_count(self.session), 0)
