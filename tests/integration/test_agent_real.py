@@ -123,6 +123,18 @@ class RealAgentBase:
         history = self.bridge.request({"action": "get_history", "session_id": "plain"})["history"]
         self.assertEqual([m["content"] for m in history if m["role"] == "user"], ["hello there", "second"])
 
+    def test_02_each_turn_reaches_state_db_once(self) -> None:
+        # The agent writes its turns and stamps what it wrote; the bridge's
+        # copy (for an agent that writes none) must not write them again.
+        self.turn("rows", "one")
+        self.turn("rows", "two", conversation_history=self.bridge.request(
+            {"action": "get_history", "session_id": "rows"})["history"])
+        self.turn("rows", "three")  # no history passed: still written once
+        with sqlite3.connect(self.bridge.home / "state.db") as conn:
+            rows = conn.execute("SELECT role, content FROM messages WHERE session_id = 'rows' ORDER BY id").fetchall()
+        self.assertEqual(rows, [("user", "one"), ("assistant", "echo: one"), ("user", "two"),
+                                ("assistant", "echo: two"), ("user", "three"), ("assistant", "echo: three")])
+
     def test_03_dangerous_command_asks_and_deny_blocks_it(self) -> None:
         b = self.bridge
         marker = self.tmp / "must-survive"
