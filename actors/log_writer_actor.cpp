@@ -3,14 +3,11 @@
 // is applied (group commit), answers those who wait for their rows to be
 // durable, keeps the run windows and tells the watcher of commits while it
 // follows (shared_run_windows.hpp), and prunes by the retention limits in
-// small steps between appends. Transactions, failed writes: log_batches.hpp.
-#include "actors/commit_notices.hpp"
+// small steps between appends. Transactions, failed writes: log_batches.hpp;
+// how a run's output becomes operations: log_writer_output.cpp.
 #include "actors/daemon_log.hpp"
-#include "actors/errors.hpp"
-#include "actors/log_actors.hpp"
-#include "actors/log_batches.hpp"
-#include "actors/log_messages.hpp"
 #include "actors/log_operations.hpp"
+#include "actors/log_writer_state.hpp"
 #include "actors/run_output.hpp"
 #include "actors/shared_run_windows.hpp"
 #include "actors/vocabulary.hpp"
@@ -30,36 +27,6 @@ namespace hb::actors {
 namespace {
 
 constexpr std::chrono::seconds retry_period{1};
-// A queue's deltas go to the log in operations of at most this many: few
-// allocations, and still small steps for a retry after a failed write.
-constexpr size_t max_deltas_per_operation = 1024;
-
-struct confirmation {
-  caf::response_promise promise;
-  bool survives_failure; // a run's end, flushes: kept until written; a run's opening: fails at once
-};
-
-struct writer_state {
-  std::unique_ptr<log_batches> batches;
-  retention_settings retention;
-  storage::pruner pruner;
-  std::shared_ptr<storage::finished_run_cache> finished;
-  // Callers that may only proceed once their rows are durable.
-  std::vector<confirmation> after_commit;
-  bool commit_queued = false;
-  // Who hears about each commit (the broker, for long-polls and
-  // subscriptions), the windows kept for it, and what the pending batch
-  // touched.
-  caf::actor listener;
-  std::shared_ptr<shared_run_windows> windows;
-  commit_notices notices;
-  // Numbered output (a worker's frames) in the pending batch: per run, its
-  // queue and the highest number applied, told to the queue once committed.
-  std::unordered_map<std::string, std::pair<std::shared_ptr<run_output>, uint64_t>> numbered;
-  static inline const char* name = "log_writer";
-};
-
-using writer_actor = caf::stateful_actor<writer_state>;
 
 void tell(writer_actor* self, log_committed& notice) {
   auto& st = self->state;
@@ -96,7 +63,7 @@ void confirm_written(writer_actor* self) {
 void on_write_failed(writer_actor* self) {
   auto& st = self->state;
   st.notices.untold_all(); // the retry writes it again: followers read what it wrote
-  std::vector<confirmation> kept;
+  std::vector<writer_confirmation> kept;
   for (auto& c : st.after_commit) {
     if (c.survives_failure)
       kept.push_back(std::move(c));
@@ -137,6 +104,10 @@ void retry_held(writer_actor* self) {
   confirm_written(self);
 }
 
+} // namespace
+
+namespace log_writing {
+
 void untold_unless_written(writer_actor* self, const std::string& run_id, log_batches::applied outcome) {
   if (outcome != log_batches::applied::written)
     self->state.notices.untold(run_id);
@@ -145,8 +116,7 @@ void untold_unless_written(writer_actor* self, const std::string& run_id, log_ba
 // Group commit: the first append after a commit queues a commit message
 // behind everything already in the mailbox, so all of it shares one
 // transaction; a lone streaming run still commits each delta at once.
-log_batches::applied apply(writer_actor* self, log_batches::operation op, size_t bytes,
-                           const std::string* run = nullptr) {
+log_batches::applied apply(writer_actor* self, log_batches::operation op, size_t bytes, const std::string* run) {
   auto& st = self->state;
   auto outcome = st.batches->apply(std::move(op), bytes, run);
   if (outcome == log_batches::applied::failed)
@@ -162,9 +132,8 @@ log_batches::applied apply(writer_actor* self, log_batches::operation op, size_t
   return outcome;
 }
 
-// `told_run`: the run the notices tell of this operation (its end).
 caf::result<bool> apply_then_confirm(writer_actor* self, log_batches::operation op, bool survives_failure,
-                                     size_t bytes = 0, const std::string* told_run = nullptr) {
+                                     size_t bytes, const std::string* told_run) {
   auto rp = self->make_response_promise<bool>();
   auto& st = self->state;
   if (st.batches->degraded() && !survives_failure) {
@@ -172,121 +141,18 @@ caf::result<bool> apply_then_confirm(writer_actor* self, log_batches::operation 
                                                           "); try again when it is writable"));
     return rp;
   }
-  st.after_commit.push_back(confirmation{rp, survives_failure});
+  st.after_commit.push_back(writer_confirmation{rp, survives_failure});
   auto outcome = apply(self, std::move(op), bytes);
   if (told_run)
     untold_unless_written(self, *told_run, outcome);
   return rp;
 }
 
-// Texts are taken out of the message (mutable references: the message is
-// this actor's alone, so nothing is copied) and moved into the operation
-// (see log_operations.hpp).
-log_batches::applied apply_delta(writer_actor* self, const std::string& run_id, std::string text, double at) {
-  note_output_moved(text.size());
-  size_t bytes = text.size();
-  self->state.notices.tell(run_id, 'd', text);
-  auto outcome = apply(self, log_operations::append_delta(run_id, std::move(text), at), bytes, &run_id);
-  untold_unless_written(self, run_id, outcome);
-  return outcome;
-}
+} // namespace log_writing
 
-log_batches::applied apply_event(writer_actor* self, const std::string& run_id, std::string body, double at) {
-  note_output_moved(body.size());
-  size_t bytes = body.size();
-  self->state.notices.tell(run_id, 'e', body);
-  auto outcome = apply(self, log_operations::append_event(run_id, std::move(body), at), bytes, &run_id);
-  untold_unless_written(self, run_id, outcome);
-  return outcome;
-}
+namespace {
 
-// Deltas that followed each other in a run's queue, as one operation.
-void apply_deltas(writer_actor* self, const std::string& run_id, std::vector<log_operations::timed_text>& deltas,
-                  int64_t bytes) {
-  if (deltas.empty())
-    return;
-  note_output_moved(static_cast<size_t>(bytes));
-  for (const auto& d : deltas)
-    self->state.notices.tell(run_id, 'd', d.text);
-  auto outcome = apply(self, log_operations::append_deltas(run_id, std::exchange(deltas, {})),
-                       static_cast<size_t>(bytes), &run_id);
-  untold_unless_written(self, run_id, outcome);
-  self->state.batches->count_output(outcome, bytes);
-}
-
-void write_queued(writer_actor* self, const std::string& run_id, const std::shared_ptr<run_output>& queue,
-                  std::vector<run_output::item> items) {
-  if (items.empty())
-    return;
-  self->state.notices.touch(run_id);
-  uint64_t last_seq = 0;
-  std::vector<log_operations::timed_text> deltas;
-  int64_t delta_bytes = 0;
-  for (auto& item : items) {
-    auto size = static_cast<int64_t>(item.text.size());
-    last_seq = std::max(last_seq, item.seq);
-    if (!item.is_event) {
-      deltas.push_back({std::move(item.text), item.at});
-      delta_bytes += size;
-      if (deltas.size() < max_deltas_per_operation)
-        continue;
-    }
-    apply_deltas(self, run_id, deltas, std::exchange(delta_bytes, 0)); // in their place, before the event
-    if (item.is_event)
-      self->state.batches->count_output(apply_event(self, run_id, std::move(item.text), item.at), size);
-  }
-  apply_deltas(self, run_id, deltas, delta_bytes);
-  if (last_seq > 0) {
-    // Applied, held for a retry or refused alike: a commit (or the retry's)
-    // settles them, and a refused item is one the log will never hold, so
-    // its host has nothing to hand over again either.
-    auto& entry = self->state.numbered[run_id];
-    entry.first = queue;
-    entry.second = std::max(entry.second, last_seq);
-    // In the same transaction as the rows: a daemon that re-attaches to the
-    // worker after a crash asks for what comes after it, no more, no less.
-    apply(self, log_operations::note_host_seq(run_id, entry.second), 0);
-  }
-}
-
-caf::result<storage::continued_run> continue_run(writer_actor* self, const run_continuing& run) {
-  std::optional<storage::continued_run> continued;
-  try {
-    continued = self->state.batches->log().continue_run(run.run_id, now_seconds(), run.waiting);
-  } catch (const std::exception& e) {
-    return make_error(errc::failed, std::string("event log: ") + e.what());
-  }
-  if (!continued)
-    return make_error(errc::not_found, "run " + run.run_id + " is not running in the event log");
-  self->state.notices.opened(run.run_id, run.session_id);
-  self->state.notices.untold(run.run_id); // what taking it up wrote (settled questions)
-  apply(self, log_operations::nothing(), 0); // what taking it up wrote (settled questions) is committed
-  return std::move(*continued);
-}
-
-caf::result<bool> end_run(writer_actor* self, run_end& end) {
-  auto& st = self->state;
-  const std::string& run_id = end.run_id;
-  if (auto queue = find_run_output(run_id)) {
-    write_queued(self, run_id, queue, queue->close()); // whatever its last message did not take
-    forget_run_output(run_id);
-  }
-  size_t bytes = end.result.size() + end.error.size();
-  std::optional<std::string> result, error;
-  if (!end.result.empty())
-    result = std::move(end.result);
-  if (end.has_error)
-    error = std::move(end.error);
-  std::string status = end.status;
-  if (auto cut = st.batches->take_cut(run_id)) {
-    status = "error"; // its output is not whole: never `complete`
-    error = std::move(cut);
-  }
-  st.notices.ended(run_id, st.batches->log().counts(run_id), status, result, error);
-  return apply_then_confirm(
-    self, log_operations::close_run(run_id, std::move(status), std::move(result), std::move(error), end.ended_at),
-    true, bytes, &run_id);
-}
+using namespace log_writing;
 
 // On stop: commit, then fold the WAL into the database file, so a copy of
 // events.db alone holds everything. What is still held after one last try
@@ -355,27 +221,11 @@ caf::behavior log_writer_actor(writer_actor* self, std::shared_ptr<storage::log_
   self->send(self, prune_due{});
   return {
     // -- writing -----------------------------------------------------------
-    [=](run_opening& opening) {
-      self->state.notices.opened(opening.run_id, opening.session_id);
-      self->state.notices.touch(opening.run_id);
-      return apply_then_confirm(self,
-                                log_operations::open_run(std::move(opening.run_id), std::move(opening.session_id),
-                                                         opening.started_at, std::move(opening.user_message)),
-                                false);
-    },
+    [=](run_opening& opening) { return open_run(self, opening); },
     [=](const run_continuing& run) { return continue_run(self, run); },
-    [=](run_delta& delta) {
-      self->state.notices.touch(delta.run_id);
-      apply_delta(self, delta.run_id, std::move(delta.text), delta.at);
-    },
-    [=](run_event& event) {
-      self->state.notices.touch(event.run_id);
-      apply_event(self, event.run_id, std::move(event.body), event.at);
-    },
-    [=](const run_output_queued& queued) {
-      if (auto queue = find_run_output(queued.run_id))
-        write_queued(self, queued.run_id, queue, queue->take());
-    },
+    [=](run_delta& delta) { write_delta(self, delta); },
+    [=](run_event& event) { write_event(self, event); },
+    [=](const run_output_queued& queued) { write_queued(self, queued); },
     [=](run_end& end) { return end_run(self, end); },
     [=](session_put& put) {
       size_t bytes = put.row.config.size() + put.row.history.size();
