@@ -222,7 +222,7 @@ def _title_after(session: Session, sink: Any, message: Any, result: dict[str, An
     get_session_title reads)."""
     final = str(result.get("final_response") or result.get("response") or "").strip()
     db = DBS.for_profile(session.profile)
-    if db is None or not final or result.get("failed") or result.get("partial"):
+    if session.titled or db is None or not final or result.get("failed") or result.get("partial"):
         return
     try:
         from agent.title_generator import maybe_auto_title
@@ -233,6 +233,7 @@ def _title_after(session: Session, sink: Any, message: Any, result: dict[str, An
     def titled(title: Any) -> None:
         cleaned = str(title or "").strip()
         if cleaned:
+            session.titled = True
             sink.event(to_json({"event": "session.title.updated", "session_id": session.session_id,
                                 "title": cleaned}))
 

@@ -53,6 +53,9 @@ class Session:
         self.sink: Any = None  # the running turn's C++ sink, None between turns
         self.gateway_timeout_s = DEFAULT_GATEWAY_TIMEOUT_S
         self.pending_note = ""  # told to the next turn (a model switch)
+        # hermes titled the session (its title thread called back): later
+        # turns start no title thread, which would find the title and stop.
+        self.titled = False
         self.gateway_tokens: list[str] = []
 
     # -- reporting --------------------------------------------------------

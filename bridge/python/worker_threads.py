@@ -11,11 +11,31 @@ import threading
 from typing import Any, Callable
 
 
+def _kernel_namer() -> Callable[[bytes], int] | None:
+    """prctl(PR_SET_NAME) through ctypes: one call. (Writing the name to
+    /proc/thread-self/comm instead cost a turn's thread about 0.2 ms of CPU
+    with 64 turns starting at once.)"""
+    try:
+        import ctypes
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (ImportError, OSError, AttributeError):
+        return None
+    prctl.restype = ctypes.c_int
+    set_name = 15  # PR_SET_NAME
+    return lambda name: prctl(set_name, ctypes.c_char_p(name), 0, 0, 0)
+
+
+_SET_NAME = _kernel_namer()
+
+
 def name_this_thread(name: str) -> None:
     """Gives the calling thread `name` (15 bytes at most: the kernel's limit)."""
+    short = name.encode("ascii", "replace")[:15]
+    if _SET_NAME is not None and _SET_NAME(short) == 0:
+        return
     with contextlib.suppress(OSError):  # not Linux, or /proc not mounted: only a name lost
-        with open("/proc/thread-self/comm", "w", encoding="ascii", errors="replace") as comm:
-            comm.write(name[:15])
+        with open("/proc/thread-self/comm", "wb") as comm:
+            comm.write(short)
 
 
 def start(target: Callable[..., Any], name: str, *args: Any) -> threading.Thread:

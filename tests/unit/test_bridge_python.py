@@ -366,3 +366,43 @@ class StateDbMirrorTests(unittest.TestCase):
         self.assertEqual(self.adapter._state_db_count(self.session), 2)
         self.turn(agent_writes=False, earlier=2)
         self.assertEqual(self.roles(), ["user", "assistant", "user", "assistant"])
+
+
+class TitleTests(unittest.TestCase):
+    """hermes titles a session on a thread of its own after its first
+    exchanges; once it has, the bridge starts no more title threads."""
+
+    def setUp(self):
+        sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "fake_agent"))
+        self.addCleanup(sys.path.pop, 0)
+        import bridge_adapter
+        import bridge_session
+        from agent import title_generator
+        self.adapter = bridge_adapter
+        found = bridge_adapter.DBS.for_profile
+        bridge_adapter.DBS.for_profile = lambda profile: object()
+        self.addCleanup(setattr, bridge_adapter.DBS, "for_profile", found)
+        self.asked = []
+
+        def maybe_auto_title(db, session_id, user_message, final, messages, **kw):
+            self.asked.append(user_message)
+            kw["title_callback"]("A title")  # (the real one calls back from its thread)
+        real = title_generator.maybe_auto_title
+        title_generator.maybe_auto_title = maybe_auto_title
+        self.addCleanup(setattr, title_generator, "maybe_auto_title", real)
+        self.session = bridge_session.Session("s", "default")
+        self.session.agent = types.SimpleNamespace(model="m")
+        self.events = []
+        self.sink = types.SimpleNamespace(event=self.events.append)
+
+    def test_a_titled_session_starts_no_more_title_threads(self):
+        result = {"final_response": "hello", "messages": []}
+        self.adapter._title_after(self.session, self.sink, "first", result)
+        self.assertEqual([json.loads(e)["title"] for e in self.events], ["A title"])
+        self.adapter._title_after(self.session, self.sink, "second", result)
+        self.assertEqual(len(self.asked), 1)
+        fresh = type(self.session)("t", "default")
+        fresh.agent = self.session.agent
+        self.adapter._title_after(fresh, self.sink, "other", result)  # another session still asks
+        self.assertEqual(len(self.asked), 2)
+
