@@ -111,12 +111,15 @@ def _rows_before(session: Session) -> Any:
     return _state_db_count(session)
 
 
-def _agent_wrote(session: Session, before: Any, result: dict[str, Any], history_len: int) -> bool:
-    """True also when it cannot be told (no state.db): nothing is written then."""
+def _agent_wrote(session: Session, before: Any, result: dict[str, Any]) -> bool:
+    """True also when it cannot be told (no state.db): nothing is written then.
+    A stamping agent wrote the turn when its last message is stamped: the
+    turn's own last word, wherever it sits (a compression during the turn
+    may leave the list shorter than the history it was given)."""
     if before is STAMPED:
         messages = result.get("messages")
-        return not isinstance(messages, list) or any(
-            isinstance(m, dict) and m.get(PERSISTED_STAMP) for m in messages[history_len:])
+        last = messages[-1] if isinstance(messages, list) and messages else None
+        return not isinstance(last, dict) or bool(last.get(PERSISTED_STAMP))
     after = _state_db_count(session)
     return before is None or after is None or after > before
 
@@ -124,7 +127,7 @@ def _agent_wrote(session: Session, before: Any, result: dict[str, Any], history_
 def _mirror_turn(session: Session, before: Any, user_text: str,
                  result: dict[str, Any], history_len: int, source: Any = None) -> None:
     """Writes the turn to hermes' state.db when the agent did not."""
-    if _agent_wrote(session, before, result, history_len):
+    if _agent_wrote(session, before, result):
         return
     db = DBS.for_profile(session.profile)
     messages = result.get("messages")

@@ -352,6 +352,19 @@ class StateDbMirrorTests(unittest.TestCase):
         self.assertEqual(self.roles(), ["user", "assistant"])
         self.assertEqual(self.counts, 0)
 
+    def test_a_stamping_agent_s_turn_that_compressed_its_history_is_not_written_again(self):
+        self.stamping_agent()
+        history = [{"role": "user", "content": str(i), "_db_persisted": True} for i in range(4)]
+        before = self.adapter._rows_before(self.session)
+        summary = {"role": "user", "content": "summary"}  # a compaction's fresh copy: no stamp
+        new = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+        for msg in new:
+            self.db.append_message(session_id="s", role=msg["role"], content=msg["content"])
+            msg["_db_persisted"] = True
+        self.adapter._mirror_turn(self.session, before, "hi", {"messages": [summary] + new}, len(history))
+        self.assertEqual(self.roles(), ["user", "assistant"])
+        self.assertEqual(self.counts, 0)
+
     def test_a_stamping_agent_s_turn_with_no_stamp_of_its_own_is_written_once(self):
         self.stamping_agent()
         # (the history's stamps are the turns before's)
