@@ -36,7 +36,7 @@ void commit_notices::ended(const std::string& run_id, std::optional<storage::log
     out.error = *error;
 }
 
-void commit_notices::tell(const std::string& run_id, char kind, const std::string& text) {
+void commit_notices::tell(const std::string& run_id, char kind, std::string_view text) {
   auto* touched = entry(run_id);
   // After its end the log drops what still comes for the run (a question
   // settled late): so does the notice.
@@ -45,8 +45,7 @@ void commit_notices::tell(const std::string& run_id, char kind, const std::strin
   touched->tail_bytes += text.size();
   if (touched->tail_bytes > max_tail_bytes)
     return untold(run_id);
-  touched->tail.texts.push_back(text);
-  touched->tail.kinds.push_back(kind);
+  touched->tail.add(kind, text);
 }
 
 void commit_notices::untold(const std::string& run_id) {
@@ -102,7 +101,7 @@ commit_notices::take(const counts_of_run& counts) {
     touched.tail.run_id = run;
     touched.tail.delta_count = now->deltas;
     touched.tail.event_count = now->events;
-    if (!touched.tail.texts.empty() && touched.tail.delta_from() >= 0 && touched.tail.event_from() >= 0)
+    if (touched.tail.items() > 0 && touched.tail.delta_from() >= 0 && touched.tail.event_from() >= 0)
       notice.tails.push_back(std::move(touched.tail));
     if (touched.ending)
       notice.endings.push_back(std::move(*touched.ending));

@@ -11,6 +11,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -39,7 +40,7 @@ public:
   void touch(const std::string& run_id) { entry(run_id); }
   // A delta ('d') or event ('e') about to be applied (none after the run's
   // end: the log drops it).
-  void tell(const std::string& run_id, char kind, const std::string& text);
+  void tell(const std::string& run_id, char kind, std::string_view text);
   // The run was touched in a way the notice cannot tell (a big end, a
   // write held for a retry): its followers read the log.
   void untold(const std::string& run_id);

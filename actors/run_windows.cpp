@@ -60,7 +60,7 @@ void run_windows::make_room() {
 }
 
 void run_windows::add(run_tail& tail, const std::string& session_id) {
-  if (tail.texts.size() != tail.kinds.size())
+  if (tail.sizes.size() != tail.kinds.size())
     return forget(tail.run_id);
   auto it = windows_.find(tail.run_id);
   if (it != windows_.end() &&
@@ -73,12 +73,14 @@ void run_windows::add(run_tail& tail, const std::string& session_id) {
     w.delta_base = w.delta_count = tail.delta_from();
     w.event_base = w.event_count = tail.event_from();
   }
-  for (size_t i = 0; i < tail.texts.size(); ++i) {
+  bytes_ += tail.text.size();
+  if (w.text.empty())
+    w.text = std::move(tail.text); // a new window, or one trimmed empty: the tail's buffer as it is
+  else
+    w.text += tail.text;
+  for (size_t i = 0; i < tail.sizes.size(); ++i) {
     bool delta = tail.kinds[i] == 'd';
-    size_t size = tail.texts[i].size();
-    w.items.push_back({std::move(tail.texts[i]), delta});
-    w.bytes += size;
-    bytes_ += size;
+    w.items.push_back({tail.sizes[i], delta});
     w.delta_count += delta;
     ++w.event_count;
   }
@@ -90,13 +92,21 @@ void run_windows::add(run_tail& tail, const std::string& session_id) {
 
 // Keeps the window's newest text within its bound; its start moves on.
 void run_windows::trim(window& w) {
-  while (w.bytes > limits_.run_bytes && !w.items.empty()) {
+  size_t dropped = 0;
+  while (w.bytes() - dropped > limits_.run_bytes && !w.items.empty()) {
     auto& oldest = w.items.front();
-    w.bytes -= oldest.text.size();
-    bytes_ -= oldest.text.size();
+    dropped += oldest.size;
     w.delta_base += oldest.delta;
     ++w.event_base;
     w.items.pop_front();
+  }
+  w.start += dropped;
+  bytes_ -= dropped;
+  // The dropped text goes once it outweighs the kept: each byte is moved
+  // about once.
+  if (w.start > w.text.size() - w.start) {
+    w.text.erase(0, w.start);
+    w.start = 0;
   }
 }
 
@@ -104,7 +114,7 @@ void run_windows::forget(const std::string& run_id) {
   auto it = windows_.find(run_id);
   if (it == windows_.end())
     return;
-  bytes_ -= it->second.bytes;
+  bytes_ -= it->second.bytes();
   if (it->second.end) {
     bytes_ -= it->second.end->bytes();
     ended_.erase(std::find(ended_.begin(), ended_.end(), run_id));
@@ -136,7 +146,7 @@ std::optional<output_reply> run_windows::answer(const output_query& q, bool log_
   // A bounded read that could stop early is the log's to answer: it says
   // where. What it would take at most: each delta's text, and again,
   // escaped (at most 6 bytes a byte), in its stream.delta event.
-  if (q.max_bytes > 0 && w.bytes * 6 + w.items.size() * 64 >= static_cast<size_t>(q.max_bytes))
+  if (q.max_bytes > 0 && w.bytes() * 6 + w.items.size() * 64 >= static_cast<size_t>(q.max_bytes))
     return std::nullopt;
   storage::run_snapshot run;
   run.run_id = q.run_id;
@@ -154,22 +164,25 @@ std::optional<output_reply> run_windows::answer(const output_query& q, bool log_
   run.event_count = w.event_count;
   // The first item anything is wanted from, found from the end: a poll
   // wants the last few items of a window of thousands, or none.
-  size_t first = w.items.size();
+  size_t first = w.items.size(), offset = w.text.size();
   int64_t delta = w.delta_count, event = w.event_count;
   while (first > 0 && (delta > from || event > q.event_cursor)) {
     --first;
+    offset -= w.items[first].size;
     delta -= w.items[first].delta ? 1 : 0;
     --event;
   }
   for (size_t i = first; i < w.items.size(); ++i) {
     const auto& item = w.items[i];
+    std::string_view text(w.text.data() + offset, item.size);
+    offset += item.size;
     if (item.delta && delta++ >= from)
-      run.deltas.push_back(item.text);
+      run.deltas.emplace_back(text);
     if (event++ >= q.event_cursor) {
       if (item.delta)
-        storage::stream_delta_body(run.events.emplace_back(), item.text);
+        storage::stream_delta_body(run.events.emplace_back(), text);
       else
-        run.events.push_back(item.text);
+        run.events.emplace_back(text);
     }
   }
   bool done = w.end.has_value();

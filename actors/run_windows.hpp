@@ -68,11 +68,15 @@ private:
     int64_t delta_base = 0, event_base = 0;   // the run's counts where the window starts
     int64_t delta_count = 0, event_count = 0; // and where it ends: what the log holds
     struct item {
-      std::string text; // a delta's text or an event's body
+      uint32_t size; // of its text: a delta's, or an event's body
       bool delta;
     };
     std::deque<item> items; // in the order written
-    size_t bytes = 0;       // of the items
+    // The items' texts one after another, from `start` on (what trimming
+    // dropped is before it, until the buffer is compacted).
+    std::string text;
+    size_t start = 0;
+    size_t bytes() const { return text.size() - start; }
     std::optional<ended> end;
   };
 

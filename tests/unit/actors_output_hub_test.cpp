@@ -247,7 +247,7 @@ TEST_CASE_METHOD(hub_fixture, "output hub: commits are told only while a watcher
   CHECK(windows.following()); // until a commit finds nobody
   commit_tail("r1", 2, 2, {"b"}, "d");
   CHECK(!windows.following());
-  log_committed later{{"r1"}, {"s"}, {run_tail{"r1", 3, 3, {"c"}, "d"}}, {}, {}};
+  log_committed later{{"r1"}, {"s"}, {tail_of("r1", 3, 3, {"c"}, "d")}, {}, {}};
   CHECK(!windows.committed(later)); // not for the hub, in the windows all the same
   CHECK(nlohmann::json::parse(*whole())["output"] == "abc");
   follow_run(4, "r1", 3, 3); // answered from the window: no news yet, and the hub is told again

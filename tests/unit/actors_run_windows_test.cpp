@@ -33,13 +33,11 @@ struct live_run {
   }
   void delta(const std::string& text) {
     REQUIRE(log.append_delta("r1", text, 101.0));
-    tail.texts.push_back(text);
-    tail.kinds.push_back('d');
+    tail.add('d', text);
   }
   void event(const std::string& body) {
     REQUIRE(log.append_event("r1", body, 101.0));
-    tail.texts.push_back(body);
-    tail.kinds.push_back('e');
+    tail.add('e', body);
   }
   // What a streaming run writes between two commits: a few deltas (with
   // characters JSON escapes) and now and then an event.
@@ -73,7 +71,7 @@ struct live_run {
     log_committed told{{"r1"}, {"s1"}, {}, {}, {}};
     told.endings.push_back(run_ending{"r1", counts->deltas, counts->events, status, result.has_value(),
                                       result.value_or(""), error.has_value(), error.value_or("")});
-    if (!tail.texts.empty()) {
+    if (tail.items() > 0) {
       tail.run_id = "r1";
       tail.delta_count = counts->deltas;
       tail.event_count = counts->events;
@@ -309,7 +307,7 @@ TEST_CASE("run windows: ended runs are kept up to their number and leave first f
   CHECK(windows.ended_runs() == 1);
 
   ended_now("e4", std::string(2500, '1'));
-  log_committed live{{"r1"}, {"s"}, {run_tail{"r1", 1, 1, {std::string(900, 'x')}, "d"}}, {}, {}};
+  log_committed live{{"r1"}, {"s"}, {tail_of("r1", 1, 1, {std::string(900, 'x')}, "d")}, {}, {}};
   windows.on_committed(live); // over the total: the ended run with the big result leaves, not the live one
   CHECK(answers("r1"));
   CHECK(!answers("e3")); // the oldest first
@@ -362,7 +360,7 @@ TEST_CASE("run windows: a run touched without a tail, or past the total bound, h
   auto told = run.commit();
   told.runs.push_back("r2");
   told.sessions.push_back("s2");
-  told.tails.push_back(run_tail{"r2", 1, 1, {std::string(900, 'z')}, "d"});
+  told.tails.push_back(tail_of("r2", 1, 1, {std::string(900, 'z')}, "d"));
   windows.on_committed(told);
   CHECK(windows.runs() == 1);
   CHECK(windows.bytes() <= 1500);
@@ -459,7 +457,7 @@ TEST_CASE_METHOD(hub_on_a_log, "output hub: what a window cannot answer is read"
     CHECK(port.reads.size() == 1);
   }
   SECTION("cursors before the window's start, and the whole output of a run seen from the middle") {
-    hub_fixture::commit(log_committed{{"r1"}, {"s1"}, {run_tail{"r1", 5, 9, {"x"}, "d"}}, {}, {}}); // from delta 4 on
+    hub_fixture::commit(log_committed{{"r1"}, {"s1"}, {tail_of("r1", 5, 9, {"x"}, "d")}, {}, {}}); // from delta 4 on
     follow_run(1, "r1", 0, 0);
     hub.long_poll(to(2), requests::get_output{"r1", 5, 9, true, 5000});
     CHECK(port.reads.size() == 2);

@@ -97,6 +97,16 @@ struct fake_port final : output_hub::port {
 
 inline constexpr uint64_t buffer_bytes = 1000;
 
+// What a commit appended to a run: `texts`, each of the kind in `kinds`
+// ('d' a delta, 'e' an event), leaving the run's counts at these.
+inline run_tail tail_of(const std::string& run_id, int64_t delta_count, int64_t event_count,
+                        const std::vector<std::string>& texts, const std::string& kinds) {
+  run_tail tail{run_id, delta_count, event_count, {}, {}, {}};
+  for (size_t i = 0; i < texts.size() && i < kinds.size(); ++i)
+    tail.add(kinds[i], texts[i]);
+  return tail;
+}
+
 struct hub_fixture {
   fake_port port;
   shared_run_windows windows; // kept here as the log writer keeps them (commit, commit_tail)
@@ -133,7 +143,7 @@ struct hub_fixture {
   void commit_tail(const std::string& run_id, int64_t delta_count, int64_t event_count,
                    std::vector<std::string> texts, std::string kinds) {
     commit(log_committed{
-      {run_id}, {"s"}, {run_tail{run_id, delta_count, event_count, std::move(texts), std::move(kinds)}}, {}, {}});
+      {run_id}, {"s"}, {tail_of(run_id, delta_count, event_count, texts, kinds)}, {}, {}});
   }
   void poll(int64_t conn, const std::string& run_id, int64_t cursor, int64_t event_cursor, int64_t wait_ms) {
     hub.long_poll(to(conn), requests::get_output{run_id, cursor, event_cursor, true, wait_ms});
