@@ -64,8 +64,8 @@ void commit_notices::untold_all() {
   }
 }
 
-std::vector<std::pair<std::string, run_landing>> commit_notices::landings(const counts_of_run& counts) const {
-  std::vector<std::pair<std::string, run_landing>> out;
+run_landings commit_notices::landings(const counts_of_run& counts) const {
+  run_landings out;
   out.reserve(touched_.size());
   for (const auto& [run, touched] : touched_) {
     run_landing landing;

@@ -53,7 +53,7 @@ public:
   std::optional<log_committed> take(const counts_of_run& counts);
   // Before the commit: each run the transaction touched and where the
   // commit leaves it (shared_run_windows' commit bracket).
-  std::vector<std::pair<std::string, run_landing>> landings(const counts_of_run& counts) const;
+  run_landings landings(const counts_of_run& counts) const;
 
 private:
   struct touched_run {

@@ -79,9 +79,8 @@ void commit_now(writer_actor* self) {
   st.commit_queued = false;
   if (st.batches->degraded())
     return; // the retry commits
-  std::optional<shared_run_windows::change> change;
-  if (st.windows)
-    change.emplace(st.windows.get(), st.notices.landings(log_counts(self)));
+  shared_run_windows::change change(st.windows.get(),
+                                    st.windows ? st.notices.landings(log_counts(self)) : run_landings{});
   auto rows = st.batches->commit();
   if (!rows)
     return on_write_failed(self);

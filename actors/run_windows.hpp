@@ -18,6 +18,8 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace hb::actors {
 
@@ -29,6 +31,8 @@ struct run_landing {
   int64_t delta_count = 0;
   int64_t event_count = 0;
 };
+// Each run a commit touches, and where it lands it.
+using run_landings = std::vector<std::pair<std::string, run_landing>>;
 
 class run_windows {
 public:

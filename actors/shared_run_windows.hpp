@@ -58,9 +58,6 @@ public:
                            landing == landing_.end() ? nullptr : &landing->second);
   }
 
-  // Each run a commit touches, and where the commit leaves it.
-  using landings = std::vector<std::pair<std::string, run_landing>>;
-
   // The writer's bracket around anything that changes what a read of the
   // log sees (a commit, a retry, a pruning step), made before it and ended
   // once the windows hold the change; left by an exception, the windows
@@ -74,7 +71,7 @@ public:
       if (windows_)
         windows_->begun_.fetch_add(1);
     }
-    change(shared_run_windows* windows, landings commit) : windows_(windows), commit_(true) {
+    change(shared_run_windows* windows, run_landings commit) : windows_(windows), commit_(true) {
       if (!windows_)
         return;
       std::lock_guard<std::mutex> lock(windows_->mu_);

@@ -247,7 +247,7 @@ TEST_CASE("shared run windows: while a commit is in flight, a status poll is ans
   auto first = run.commit();
   windows.committed(first);
   output_query status{"r1", 1 << 30, 1 << 30, false, 0};
-  auto landing_of_r1 = [&]() -> shared_run_windows::landings {
+  auto landing_of_r1 = [&]() -> run_landings {
     auto counts = run.log.counts("r1");
     REQUIRE(counts);
     return {{"r1", run_landing{true, counts->deltas, counts->events}}};
@@ -270,10 +270,10 @@ TEST_CASE("shared run windows: while a commit is in flight, a status poll is ans
 
   // A commit that does not touch the run holds none of its answers up; one
   // that leaves it where the writer cannot say (its end) holds them all.
-  in_flight.emplace(&windows, shared_run_windows::landings{{"r2", run_landing{true, 5, 5}}});
+  in_flight.emplace(&windows, run_landings{{"r2", run_landing{true, 5, 5}}});
   CHECK(windows.answer(status));
   in_flight.reset();
-  in_flight.emplace(&windows, shared_run_windows::landings{{"r1", run_landing{}}});
+  in_flight.emplace(&windows, run_landings{{"r1", run_landing{}}});
   CHECK(!windows.answer(status));
   CHECK(windows.answer(output_query{"r1", 2, 3, false, 0}));
   in_flight.reset();
