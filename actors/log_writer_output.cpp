@@ -57,6 +57,7 @@ void write_items(writer_actor* self, const std::string& run_id, const std::share
   self->state.notices.touch(run_id);
   uint64_t last_seq = 0;
   std::vector<log_operations::timed_text> deltas;
+  deltas.reserve(std::min(items.size(), max_deltas_per_operation));
   int64_t delta_bytes = 0;
   for (auto& item : items) {
     auto size = static_cast<int64_t>(item.text.size());
