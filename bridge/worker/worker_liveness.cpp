@@ -165,12 +165,15 @@ void worker_process::acknowledge(uint64_t turn, uint64_t seq) {
 }
 
 bool worker_process::send_acks(std::map<uint64_t, uint64_t>& acks) {
-  // Never waits, as heartbeats: what could not go now stays for the next try.
-  for (auto it = acks.begin(); it != acks.end();) {
-    if (!try_post(committed{it->first, it->second}))
-      return false;
-    it = acks.erase(it);
-  }
+  // Never waits, as heartbeats: what could not go now stays for the next
+  // try. All of them in one write: one system call here, and the worker's
+  // reading thread finds them together in its buffer.
+  std::string bytes;
+  for (const auto& [turn, seq] : acks)
+    bytes += encode(committed{turn, seq});
+  if (!try_write(bytes))
+    return false;
+  acks.clear();
   return true;
 }
 

@@ -266,6 +266,23 @@ class WorkerHostTest(unittest.TestCase):
             b.wait_done(run)
             self.assertTrue(wait_until(lambda: kept() == 0), kept())  # its end too
 
+    def test_the_commits_of_several_turns_reach_their_worker_together(self):
+        # One worker, two streaming turns: the daemon gathers both turns'
+        # `committed` frames and writes them as one; the worker must take
+        # each of them from that write.
+        with Bridge(args=WORKER + ["--workers-per-profile", "1", "--worker-heartbeat-s", "0.1"]) as b:
+            runs = [b.chat(s, "script:stream 300 0;sleep 20000;say done")["run_id"] for s in ("one", "two")]
+            for run in runs:
+                self.assertTrue(wait_until(lambda: b.request({"action": "get_output", "run_id": run})["cursor"] >= 300))
+            (w,) = [w for w in workers(b, "default") if w["alive"]]
+            kept = lambda: next(x for x in workers(b) if x.get("pid") == w["pid"]).get("unacknowledged_frames")
+            self.assertTrue(wait_until(lambda: kept() == 0, timeout=2.5), kept())
+            self.assertEqual(next(x for x in workers(b) if x.get("pid") == w["pid"])["live_turns"], 2)
+            for s, run in zip(("one", "two"), runs):
+                b.request({"action": "interrupt", "session_id": s})
+                b.wait_done(run)
+            self.assertTrue(wait_until(lambda: kept() == 0), kept())
+
     def test_several_workers_per_profile_share_its_sessions(self):
         with Bridge(args=WORKER + ["--workers-per-profile", "2"]) as b:
             pids = {s: b.chat(s, "script:pid", wait=True)["output"] for s in ("one", "two")}
