@@ -112,7 +112,7 @@ inline void add_broker_message_types(caf::actor_system_config& cfg) {
 // spawn_dormant_session (`dormant`: a session known from the log), or
 // stand-ins in the broker's actor tests.
 using session_spawner = std::function<caf::actor(caf::actor_system& sys, const std::string& session_id,
-                                                 const struct session_links& links,
+                                                 std::shared_ptr<const struct session_links> links,
                                                  const storage::session_row* dormant)>;
 
 struct broker_links {

@@ -14,11 +14,15 @@
 
 namespace hb::actors {
 
-session_links links_for_sessions(broker_actor* self) {
-  const auto& settings = *self->state.settings;
-  return session_links{caf::actor_cast<caf::actor>(self), self->state.links.writer,
-                       self->state.links.readers.front(), settings.db_path,
-                       settings.default_harness, daemon_hosting(settings.native)};
+session_links_ptr links_for_sessions(broker_actor* self) {
+  auto& st = self->state;
+  if (!st.session_links) {
+    const auto& settings = *st.settings;
+    st.session_links = std::make_shared<const session_links>(
+      session_links{caf::actor_cast<caf::actor>(self), st.links.writer, st.links.readers.front(), settings.db_path,
+                    settings.default_harness, daemon_hosting(settings.native)});
+  }
+  return st.session_links;
 }
 
 caf::actor session_actor_for(broker_actor* self, const std::string& id) {

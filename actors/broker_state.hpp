@@ -70,6 +70,7 @@ constexpr std::chrono::seconds session_reply_limit{5};
 struct broker_state {
   std::shared_ptr<const daemon_settings> settings;
   broker_links links;
+  session_links_ptr session_links; // what every session it makes holds (links_for_sessions)
   size_t next_reader = 0;
   std::map<std::string, caf::actor> sessions;
   uint64_t open_questions = 0; // as the questions actor last said (questions_open)
@@ -208,7 +209,7 @@ void on_request(broker_actor* self, const reply_to& to, requests::status_if_load
 void on_request(broker_actor* self, const reply_to& to, requests::destroy& r);
 void on_request(broker_actor* self, const reply_to& to, requests::destroy_all& r);
 void on_request(broker_actor* self, const reply_to& to, requests::health& r);
-session_links links_for_sessions(broker_actor* self);
+session_links_ptr links_for_sessions(broker_actor* self);
 // The session actor for `id`, spawned (as a new session) if there is none;
 // throws protocol::wire_error when --max-sessions sessions exist already.
 caf::actor session_actor_for(broker_actor* self, const std::string& id);

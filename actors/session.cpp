@@ -70,7 +70,7 @@ void persist(session_actor* self) {
 void announce(session_actor* self) {
   auto& st = self->state;
   if (st.listed)
-    self->send(st.links.broker, session_activity{st.id, st.profile.empty() ? "default" : st.profile,
+    self->send(st.links->broker, session_activity{st.id, st.profile.empty() ? "default" : st.profile,
                                                  st.busy() && st.now != phase::destroyed});
 }
 
@@ -81,7 +81,7 @@ void save_row(session_actor* self) {
   bool destroyed = st.now == phase::destroyed;
   bool with_history = st.history && st.history_unsaved;
   st.history_unsaved = false;
-  self->send(st.links.writer, session_put{{st.id, st.created_at, st.last_used_at, st.config,
+  self->send(st.links->writer, session_put{{st.id, st.created_at, st.last_used_at, st.config,
                                            with_history ? *st.history : std::string("[]"), with_history,
                                            st.message_count, destroyed}});
 }
@@ -254,7 +254,7 @@ caf::message_handler takes(session_actor* self, phase p) {
   return {};
 }
 
-void init_state(session_state& st, std::string id, session_links links, const storage::session_row* dormant) {
+void init_state(session_state& st, std::string id, session_links_ptr links, const storage::session_row* dormant) {
   st.id = std::move(id);
   st.links = std::move(links);
   if (dormant) {
@@ -269,11 +269,11 @@ void init_state(session_state& st, std::string id, session_links links, const st
   }
 }
 
-caf::behavior session_behavior(session_actor* self, std::string id, session_links links,
+caf::behavior session_behavior(session_actor* self, std::string id, session_links_ptr links,
                                std::shared_ptr<const storage::session_row> dormant) {
   init_state(self->state, std::move(id), std::move(links), dormant.get());
-  if (dormant && self->state.links.hosting.adopt)
-    if (auto adopted = self->state.links.hosting.adopt(self->state.id))
+  if (dormant && self->state.links->hosting.adopt)
+    if (auto adopted = self->state.links->hosting.adopt(self->state.id))
       take_adopted(self, std::move(*adopted));
   return takes(self, self->state.now).or_else(common(self)).or_else(refusals(self));
 }
@@ -287,14 +287,14 @@ void enter(session_actor* self, phase p) {
 
 } // namespace session_parts
 
-caf::actor spawn_session(caf::actor_system& sys, const std::string& session_id, const session_links& links) {
-  return sys.spawn(session_parts::session_behavior, session_id, links,
+caf::actor spawn_session(caf::actor_system& sys, const std::string& session_id, session_links_ptr links) {
+  return sys.spawn(session_parts::session_behavior, session_id, std::move(links),
                    std::shared_ptr<const storage::session_row>());
 }
 
 caf::actor spawn_dormant_session(caf::actor_system& sys, const storage::session_row& row,
-                                 const session_links& links) {
-  return sys.spawn(session_parts::session_behavior, row.session_id, links,
+                                 session_links_ptr links) {
+  return sys.spawn(session_parts::session_behavior, row.session_id, std::move(links),
                    std::make_shared<const storage::session_row>(row));
 }
 

@@ -50,12 +50,14 @@ struct session_links {
   session_hosting hosting;
 };
 
-caf::actor spawn_session(caf::actor_system& sys, const std::string& session_id,
-                         const session_links& links);
+// Every session of a daemon holds the same links: one copy, shared.
+using session_links_ptr = std::shared_ptr<const session_links>;
+
+caf::actor spawn_session(caf::actor_system& sys, const std::string& session_id, session_links_ptr links);
 
 // A session known from the event log: listed, resumable, no agent until its
 // next chat, which rebuilds it with the same profile, model and provider.
 caf::actor spawn_dormant_session(caf::actor_system& sys, const storage::session_row& row,
-                                 const session_links& links);
+                                 session_links_ptr links);
 
 } // namespace hb::actors

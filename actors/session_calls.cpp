@@ -30,7 +30,7 @@ namespace {
 // would not notice the interrupt: its questions are settled now.
 void sync_interrupt(session_actor* self, caf::response_promise& rp) {
   auto& st = self->state;
-  self->send(st.links.broker, session_questions_cancelled{st.id, "interrupted"});
+  self->send(st.links->broker, session_questions_cancelled{st.id, "interrupted"});
   uint64_t ticket = ++st.next_sync;
   st.syncing.emplace(ticket, rp);
   self->delayed_send(self, interrupt_sync_limit, sync_due{ticket});
@@ -79,7 +79,7 @@ void on_history(session_actor* self, caf::response_promise rp) {
     return rp.deliver(make_error(errc::not_found, "unknown session: " + st.id));
   if (st.history)
     return rp.deliver(answer(*st.history));
-  self->request(st.links.reader, caf::infinite, history_query{st.id})
+  self->request(st.links->reader, caf::infinite, history_query{st.id})
     .then([=](std::string& history) mutable { rp.deliver(answer(std::move(history))); },
           [=](caf::error& err) mutable { rp.deliver(log_failure("read failed", err)); });
 }
@@ -88,14 +88,14 @@ void stop_turn(session_actor* self, const std::string& why, bool daemon_stops) {
   auto& st = self->state;
   if (st.busy() && st.replay_stop) {
     *st.replay_stop = true;
-    self->send(st.links.broker, session_questions_cancelled{st.id, why});
+    self->send(st.links->broker, session_questions_cancelled{st.id, why});
     return;
   }
   if (!st.busy() || !st.agent)
     return;
   auto agent = st.agent;
   std::string message = protocol::dumps(json(why));
-  blocking_detach(self, [agent, message, daemon_stops, broker = st.links.broker, id = st.id, why] {
+  blocking_detach(self, [agent, message, daemon_stops, broker = st.links->broker, id = st.id, why] {
     try {
       if (daemon_stops)
         agent->let_go(message);

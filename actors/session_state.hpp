@@ -42,7 +42,7 @@ const char* to_string(phase p);
 
 struct session_state {
   std::string id;
-  session_links links;
+  session_links_ptr links;
   agent_ptr agent;
   phase now = phase::fresh;
   // A start that fails returns here (starting); what a destroyed session
@@ -60,7 +60,7 @@ struct session_state {
   std::string profile, model, provider;
   std::string harness = "embedded"; // or "native": the hermes TUI in tmux
   std::string workspace;            // where the agent's tools run (native: the TUI)
-  std::optional<switch_model> pending_switch; // asked for during a turn: applied after it
+  std::unique_ptr<switch_model> pending_switch; // asked for during a turn: applied after it (rare: not inline)
   std::optional<std::string> history = std::string("[]"); // none: in the log, not read yet
   // The log's row lacks `history` as it is here: the next persist writes it.
   // Otherwise the row keeps its stored history, so a turn's start (and any

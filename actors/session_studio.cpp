@@ -72,7 +72,7 @@ void on_switch_model(session_actor* self, switch_model want, caf::response_promi
   if (!st.listed || st.now == phase::dormant || !st.agent || st.harness == "native")
     return rp.deliver(switch_answer(st.id, want, false, false, "session_not_loaded"));
   if (st.busy()) {
-    st.pending_switch = want;
+    st.pending_switch = std::make_unique<switch_model>(want);
     return rp.deliver(switch_answer(st.id, want, true, false, "session_running", true));
   }
   apply_switch(self, std::move(want), true, [rp](session_actor* self, const caf::error& why) mutable {

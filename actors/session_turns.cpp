@@ -21,7 +21,7 @@ using protocol::object_writer;
 namespace {
 
 void deliver_result(session_actor* self, const std::string& run_id, caf::response_promise rp) {
-  self->request(self->state.links.reader, caf::infinite, result_query{run_id})
+  self->request(self->state.links->reader, caf::infinite, result_query{run_id})
     .then([=](std::string& line) mutable { rp.deliver(chat_reply{run_id, self->state.id, std::move(line)}); },
           [=](caf::error& err) mutable {
             rp.deliver(err.category() == error_category ? err : log_failure("read failed", err));
@@ -35,7 +35,7 @@ void start_run(session_actor* self, chat_plan plan, std::string request, caf::re
   // The row goes ahead of the opening: most often both share a commit.
   self->state.last_used_at = started;
   save_row(self);
-  self->request(self->state.links.writer, caf::infinite,
+  self->request(self->state.links->writer, caf::infinite,
                 run_opening{run_id, self->state.id, started, plan.user_message})
     .then(
       [=](bool) mutable {
@@ -55,14 +55,14 @@ void start_run(session_actor* self, chat_plan plan, std::string request, caf::re
           st.starting.emplace(run_id, rp);
         }
         run_spec spec{run_id, st.id, std::move(request), std::move(st.idle_steer), st.agent,
-                      caf::actor_cast<caf::actor>(self), st.links.broker, st.links.writer, {}};
+                      caf::actor_cast<caf::actor>(self), st.links->broker, st.links->writer, {}};
         st.idle_steer.clear();
         st.replay_stop.reset();
         if (!plan.replay.empty()) {
           st.replay_stop = std::make_shared<std::atomic<bool>>(false);
-          spec.replay = replay_spec{plan.replay, plan.replay_speed, st.links.db_path, st.replay_stop};
+          spec.replay = replay_spec{plan.replay, plan.replay_speed, st.links->db_path, st.replay_stop};
         }
-        st.links.hosting.start_run(self->system(), std::move(spec));
+        st.links->hosting.start_run(self->system(), std::move(spec));
       },
       [=](caf::error& err) mutable { fail_start(self, rp, log_failure("unavailable", err)); });
 }
@@ -80,7 +80,7 @@ void start_with_history(session_actor* self, chat_plan plan, turn_input turn, ca
   };
   if (st.history)
     return inject(*st.history, std::move(plan), rp);
-  self->request(st.links.reader, caf::infinite, history_query{st.id})
+  self->request(st.links->reader, caf::infinite, history_query{st.id})
     .then(
       [=](std::string& history) mutable {
         self->state.history = history;
@@ -132,7 +132,7 @@ void fail_start(session_actor* self, caf::response_promise& rp, const caf::error
   auto& st = self->state;
   rp.deliver(why);
   if (!st.listed) // nothing to keep: the broker lets it go
-    self->send(st.links.broker, session_unlisted{st.id});
+    self->send(st.links->broker, session_unlisted{st.id});
   if (st.now == phase::destroyed)
     return finish_destroy(self);
   settle(self);
@@ -152,7 +152,7 @@ void build_agent(session_actor* self, agent_recipe recipe, caf::response_promise
   // goes whether or not the new one can be built, and before it is built (a
   // native TUI's tmux socket is reused by its replacement).
   auto old = std::move(st0.agent);
-  auto make_agent = st0.links.hosting.make_agent;
+  auto make_agent = st0.links->hosting.make_agent;
   auto fail = [=](const caf::error& why) mutable {
     auto& st = self->state;
     if (!resume)
@@ -215,7 +215,7 @@ void on_chat(session_actor* self, chat_request chat, caf::response_promise rp) {
   auto& [session_id, recipe, plan, turn, invalid] = chat;
   auto& [profile, model, provider, harness, workspace] = recipe;
   if (harness.empty())
-    harness = st.listed ? st.harness : st.links.default_harness;
+    harness = st.listed ? st.harness : st.links->default_harness;
   if (!plan.replay.empty())
     return start_replay(self, chat, rp);
   bool changed = st.listed && harness != st.harness;
@@ -286,10 +286,10 @@ void take_adopted(session_actor* self, bridge::adopted_agent adopted) {
   if (!adopted.live_run.empty()) {
     st.now = phase::running;
     st.run_id = adopted.live_run;
-    run_spec spec{st.run_id, st.id, {}, {}, st.agent, caf::actor_cast<caf::actor>(self), st.links.broker,
-                  st.links.writer, {}};
+    run_spec spec{st.run_id, st.id, {}, {}, st.agent, caf::actor_cast<caf::actor>(self), st.links->broker,
+                  st.links->writer, {}};
     spec.continuing = true;
-    st.links.hosting.start_run(self->system(), std::move(spec));
+    st.links->hosting.start_run(self->system(), std::move(spec));
   }
   persist(self); // the broker learns it is running; the log row is unchanged
 }
@@ -320,10 +320,8 @@ void on_closing(session_actor* self, run_closing& closing) {
   for (auto& [_, rp] : st.syncing)
     rp.deliver(interrupt_reply{st.id, true});
   st.syncing.clear();
-  if (auto want = std::move(st.pending_switch); want && st.agent) {
-    st.pending_switch.reset();
+  if (auto want = std::move(st.pending_switch); want && st.agent)
     apply_switch(self, std::move(*want), true, [](session_actor*, const caf::error&) {});
-  }
 }
 
 // A chat {wait: true} gets the run's result: at its end, or at its timeout.

@@ -1,11 +1,7 @@
-// The atoms the daemon's actors still exchange (the log actors' messages are
-// structs: log_messages.hpp), and the daemon's settings. Every payload is a
-// builtin (strings, numbers, bools), so any actor could later live in
-// another process behind CAF's middleman without changing a handler.
+// What every part of the daemon shares: how it was started (its settings),
+// the clock its records carry, and how ids are made. (The actors' messages
+// are structs in the *_messages.hpp headers beside this one.)
 #pragma once
-
-#include <caf/atom.hpp>
-#include <caf/meta/type_name.hpp>
 
 #include <chrono>
 #include <cstdint>

@@ -114,10 +114,10 @@ void broker_fixture::start(const std::vector<storage::session_row>& dormant) {
   links.writer = writer;
   links.questions = questions;
   links.readers = {reader};
-  links.spawn_session = [w = world](caf::actor_system& sys, const std::string& id, const session_links& around,
+  links.spawn_session = [w = world](caf::actor_system& sys, const std::string& id, session_links_ptr around,
                                     const storage::session_row* dormant) {
     w->spawned.push_back(dormant ? id + " (dormant)" : id);
-    return sys.spawn(fake_session, id, around.broker, w);
+    return sys.spawn(fake_session, id, around->broker, w);
   };
   auto acceptor = acceptor_;
   auto& mpx = this->mpx;

@@ -64,7 +64,7 @@ session_fixture::session_fixture() {
 
 namespace {
 
-session_links links_of(const caf::actor& broker, const caf::actor& writer, const caf::actor& reader,
+session_links_ptr links_of(const caf::actor& broker, const caf::actor& writer, const caf::actor& reader,
                        std::shared_ptr<session_world> w) {
   session_links links{broker, writer, reader, "", "embedded", {}};
   links.hosting.make_agent = [w](const std::string& id, const agent_recipe& recipe,
@@ -92,7 +92,7 @@ session_links links_of(const caf::actor& broker, const caf::actor& writer, const
     w->survivors.erase(it);
     return found;
   };
-  return links;
+  return std::make_shared<const session_links>(std::move(links));
 }
 
 } // namespace
