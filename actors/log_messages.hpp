@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -123,16 +124,28 @@ typename Inspector::result_type inspect(Inspector& f, run_end& x) {
 }
 
 // A session's row, written as it stands (history_known false keeps the
-// stored history). Not answered.
+// stored history). Its history, when the session sends it, is the session's
+// own text shared, not a copy: a long conversation is held once while it is
+// written (`row.history` is then not used). Not answered.
 struct session_put {
   storage::session_row row;
+  std::shared_ptr<const std::string> history;
+
+  const std::string& history_text() const { return history ? *history : row.history; }
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, session_put& x) {
   auto& r = x.row;
-  return f(caf::meta::type_name("session_put"), r.session_id, r.created_at, r.last_used_at, r.config,
-           r.history, r.history_known, r.message_count, r.destroyed);
+  if constexpr (Inspector::reads_state) { // the shared text travels as the row's own
+    std::string history = x.history_text();
+    return f(caf::meta::type_name("session_put"), r.session_id, r.created_at, r.last_used_at, r.config,
+             history, r.history_known, r.message_count, r.destroyed);
+  } else {
+    x.history.reset();
+    return f(caf::meta::type_name("session_put"), r.session_id, r.created_at, r.last_used_at, r.config,
+             r.history, r.history_known, r.message_count, r.destroyed);
+  }
 }
 
 // Answered true once everything sent before it is committed (held while the

@@ -40,9 +40,9 @@ operation close_run(std::string run_id, std::string status, std::optional<std::s
   };
 }
 
-operation put_session(storage::session_row row) {
-  return [row = std::move(row)](storage::log_writer& w) {
-    w.put_session(row);
+operation put_session(storage::session_row row, std::shared_ptr<const std::string> history) {
+  return [row = std::move(row), history = std::move(history)](storage::log_writer& w) {
+    w.put_session(row, history ? *history : row.history);
     w.forget_bound_values(); // (a history can be big)
   };
 }

@@ -10,6 +10,7 @@
 #include "actors/log_batches.hpp"
 #include "storage/log_rows.hpp"
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,7 +30,8 @@ operation append_deltas(std::string run_id, std::vector<timed_text> deltas);
 operation append_event(std::string run_id, std::string body, double at);
 operation close_run(std::string run_id, std::string status, std::optional<std::string> result,
                     std::optional<std::string> error, double ended_at);
-operation put_session(storage::session_row row);
+// `history`, when set, is the row's history (shared with its session).
+operation put_session(storage::session_row row, std::shared_ptr<const std::string> history = nullptr);
 // A worker's numbered output for the run is in the log up to `seq` once this commits.
 operation note_host_seq(std::string run_id, uint64_t seq);
 // Writes nothing: a flush waits for what came before it.

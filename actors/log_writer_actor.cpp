@@ -227,8 +227,8 @@ caf::behavior log_writer_actor(writer_actor* self, std::shared_ptr<storage::log_
     [=](const run_output_queued& queued) { write_queued(self, queued); },
     [=](run_end& end) { return end_run(self, end); },
     [=](session_put& put) {
-      size_t bytes = put.row.config.size() + put.row.history.size();
-      apply(self, log_operations::put_session(std::move(put.row)), bytes);
+      size_t bytes = put.row.config.size() + put.history_text().size();
+      apply(self, log_operations::put_session(std::move(put.row), std::move(put.history)), bytes);
     },
     [=](log_flush) { return apply_then_confirm(self, log_operations::nothing(), true); },
     [=](const final_flush& flush) { return flush_for_stop(self, flush); },

@@ -62,6 +62,11 @@ session_view view_of(const session_state& st) {
   return v;
 }
 
+std::shared_ptr<const std::string> no_history() {
+  static const auto empty = std::make_shared<const std::string>("[]");
+  return empty;
+}
+
 void persist(session_actor* self) {
   announce(self);
   save_row(self);
@@ -81,9 +86,9 @@ void save_row(session_actor* self) {
   bool destroyed = st.now == phase::destroyed;
   bool with_history = st.history && st.history_unsaved;
   st.history_unsaved = false;
-  self->send(st.links->writer, session_put{{st.id, st.created_at, st.last_used_at, st.config,
-                                           with_history ? *st.history : std::string("[]"), with_history,
-                                           st.message_count, destroyed}});
+  storage::session_row row{st.id,         st.created_at,    st.last_used_at, st.config, "[]" /* see session_put */,
+                           with_history, st.message_count, destroyed};
+  self->send(st.links->writer, session_put{std::move(row), with_history ? st.history : nullptr});
 }
 
 void finish_destroy(session_actor* self) {

@@ -40,6 +40,9 @@ enum class phase : uint8_t { fresh, dormant, idle, starting, running, destroyed 
 
 const char* to_string(phase p);
 
+// An empty conversation ("[]"), one for every session that has no other.
+std::shared_ptr<const std::string> no_history();
+
 struct session_state {
   std::string id;
   session_links_ptr links;
@@ -61,7 +64,9 @@ struct session_state {
   std::string harness = "embedded"; // or "native": the hermes TUI in tmux
   std::string workspace;            // where the agent's tools run (native: the TUI)
   std::unique_ptr<switch_model> pending_switch; // asked for during a turn: applied after it (rare: not inline)
-  std::optional<std::string> history = std::string("[]"); // none: in the log, not read yet
+  // Shared with the rows sent to the log writer, not copied: a long
+  // conversation is held once. Null: in the log, not read yet.
+  std::shared_ptr<const std::string> history = no_history();
   // The log's row lacks `history` as it is here: the next persist writes it.
   // Otherwise the row keeps its stored history, so a turn's start (and any
   // other change of the row alone) does not copy and rewrite a long

@@ -83,8 +83,9 @@ void start_with_history(session_actor* self, chat_plan plan, turn_input turn, ca
   self->request(st.links->reader, caf::infinite, history_query{st.id})
     .then(
       [=](std::string& history) mutable {
-        self->state.history = history;
-        inject(history, plan, rp);
+        auto read = std::make_shared<const std::string>(std::move(history));
+        self->state.history = read;
+        inject(*read, plan, rp);
       },
       [=](caf::error& err) mutable { fail_start(self, rp, log_failure("read failed", err)); });
 }
@@ -189,7 +190,7 @@ void build_agent(session_actor* self, agent_recipe recipe, caf::response_promise
         } else {
           st.created_at = st.last_used_at;
           adopt_config(st, config);
-          st.history = std::string("[]");
+          st.history = no_history();
           st.history_unsaved = true;
           st.message_count = 0;
         }
@@ -310,7 +311,8 @@ void on_closing(session_actor* self, run_closing& closing) {
   st.finishing_run = std::exchange(st.run_id, std::string());
   st.last_used_at = now_seconds();
   if (closing.has_history) {
-    st.history = std::move(closing.history); // the message is this actor's: no copy of a long conversation
+    // The message is this actor's: its text moves, and the log writer's row shares it.
+    st.history = std::make_shared<const std::string>(std::move(closing.history));
     st.history_unsaved = true;
     st.message_count = closing.message_count;
   }

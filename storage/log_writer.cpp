@@ -195,13 +195,13 @@ void log_writer::put_imported_run(const run_row& row) {
     write_end(*find(row.run_id), row.status, row.result, row.error, row.ended_at.value_or(row.started_at));
 }
 
-void log_writer::put_session(const session_row& row) {
+void log_writer::put_session(const session_row& row, const std::string& history) {
   begin();
   upsert_session_->bind(1, row.session_id);
   upsert_session_->bind(2, row.created_at);
   upsert_session_->bind(3, row.last_used_at);
   upsert_session_->bindNoCopy(4, row.config); // (see close_run)
-  upsert_session_->bindNoCopy(5, row.history);
+  upsert_session_->bindNoCopy(5, history);
   upsert_session_->bind(6, row.message_count);
   upsert_session_->bind(7, row.destroyed ? 1 : 0);
   upsert_session_->bind(8, row.history_known ? 1 : 0);

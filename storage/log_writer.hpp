@@ -56,7 +56,9 @@ public:
   void close_run(const std::string& run_id, std::string_view status,
                  const std::optional<std::string>& result,
                  const std::optional<std::string>& error, double ended_at);
-  void put_session(const session_row& row);
+  void put_session(const session_row& row) { put_session(row, row.history); }
+  // The same with the history held apart from the row (a session's, shared).
+  void put_session(const session_row& row, const std::string& history);
   // A worker's numbered output for the run is in this transaction up to `seq`.
   void note_host_seq(const std::string& run_id, uint64_t seq);
   // Takes up a run a previous daemon opened and left running (its turn went

@@ -37,7 +37,11 @@ caf::behavior fake_writer(caf::event_based_actor* self, std::shared_ptr<session_
         rp.deliver(true);
       return rp;
     },
-    [=](session_put& p) { w->puts.push_back(std::move(p.row)); },
+    [=](session_put& p) {
+      p.row.history = p.history_text();
+      w->puts.push_back(std::move(p.row));
+      w->put_histories.push_back(std::move(p.history));
+    },
     [=](release_atom) {
       for (auto& rp : std::exchange(w->held_openings, {}))
         rp.deliver(true);

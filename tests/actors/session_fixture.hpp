@@ -62,7 +62,8 @@ struct session_world {
   std::vector<actors::run_spec> runs;
   // log
   std::vector<std::string> opened_runs;
-  std::vector<storage::session_row> puts;
+  std::vector<storage::session_row> puts; // each with its history, shared or not, in `history`
+  std::vector<std::shared_ptr<const std::string>> put_histories; // the shared text each row came with, or null
   std::vector<size_t> puts_at_opening; // how many rows had come when each run opened
   bool hold_openings = false; // run_opening answered only by release_openings()
   std::vector<caf::response_promise> held_openings;

@@ -198,6 +198,25 @@ CAF_TEST(the log gets a history only when it changed) {
   CAF_CHECK_EQUAL(world->puts.back().history, "[]");
 }
 
+CAF_TEST(a turns history is held once as the writer shares the text the run handed over) {
+  auto s = session();
+  auto run_id = run_chat(s, hello);
+  // Long enough to live on the heap, where a move keeps the text where it is
+  // and a copy does not.
+  std::string history = R"([{"role": "assistant", "content": ")" + std::string(1 << 16, 'x') + R"("}])";
+  const char* text = history.data();
+  caf::anon_send(s, run_closing{run_id, true, std::move(history), 1});
+  deliver();
+  CAF_REQUIRE(!world->put_histories.empty() && world->put_histories.back());
+  CAF_CHECK(world->put_histories.back()->data() == text);
+  CAF_CHECK(world->puts.back().history_known);
+  finish(s, run_id);
+  // The session answers get_history from the same text.
+  auto answer = ask_line<history_reply>(s, history_of{});
+  CAF_REQUIRE(answer);
+  CAF_CHECK_EQUAL(json::parse(*answer)["history"][0]["content"].get<std::string>().size(), size_t{1} << 16);
+}
+
 CAF_TEST(a turns row reaches the writer ahead of its opening and not again after it) {
   auto s = session();
   end_run(s, run_chat(s, hello));
