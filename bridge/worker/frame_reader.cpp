@@ -27,6 +27,20 @@ void frame_reader::drop_taken() {
   }
 }
 
+// One allocation of the frame's size; each part is let go once copied, so
+// the frame and its parts together stay about the frame's size.
+std::string frame_reader::joined_parts() {
+  std::string frame;
+  frame.reserve(parts_bytes_);
+  for (auto& part : parts_) {
+    frame += part;
+    std::string().swap(part);
+  }
+  parts_.clear();
+  parts_bytes_ = 0;
+  return frame;
+}
+
 std::optional<std::string> frame_reader::next() {
   for (;;) {
     if (buffer_.size() - start_ < 4)
@@ -49,15 +63,16 @@ std::optional<std::string> frame_reader::next() {
         buffer_.reserve(step);
       return std::nullopt;
     }
-    if (partial_.size() + n > max_frame_bytes)
+    if (parts_bytes_ + n > max_frame_bytes)
       throw frame_error("frame of more than " + std::to_string(max_frame_bytes) + " bytes");
-    if (more || !partial_.empty()) { // a part of a big frame: straight onto the others
-      partial_.append(buffer_, start_ + 4, n);
+    if (more || !parts_.empty()) { // a part of a big frame: kept until its last
+      parts_.push_back(buffer_.substr(start_ + 4, n));
+      parts_bytes_ += n;
       start_ += 4 + n;
       drop_taken();
       if (more)
         continue;
-      return std::exchange(partial_, std::string());
+      return joined_parts();
     }
     if (start_ == 0 && buffer_.size() == 4 + size_t{n}) { // the whole buffer: hand it over, no copy
       std::string part = std::move(buffer_);

@@ -5,8 +5,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <utility>
 
 namespace hb::bridge::worker {
@@ -317,6 +321,22 @@ template <class Variant, size_t I> Variant decode_kind(json& body, const std::st
   }
 }
 
+// The bytes an erase from the front moved left behind are still resident:
+// a 100 MB turn's result would hold its whole frame's pages (the history
+// before it too) until the log has written it. Their whole pages go back to
+// the system; should the string grow into them again, they read as zeros.
+void release_slack(std::string& s) {
+  constexpr size_t worth_it = size_t{1} << 20;
+  if (s.capacity() - s.size() < worth_it)
+    return;
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  auto start = reinterpret_cast<uintptr_t>(s.data());
+  uintptr_t from = (start + s.size() + 1 + page - 1) & ~(page - 1); // past the terminating NUL
+  uintptr_t to = (start + s.capacity()) & ~(page - 1);
+  if (to > from)
+    ::madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);
+}
+
 // A body's raw fields (FRAMES.md) become string fields holding their JSON
 // text, as a version 3 worker sent them: the structs are the same. With
 // `owner` (the whole body, `tail` its end) the last field takes the body's
@@ -338,6 +358,7 @@ void take_raw_fields(json& body, std::string_view tail, std::string* owner) {
     bool last = &entry == &names.back();
     if (last && owner && at + n == tail.size()) {
       owner->erase(0, owner->size() - n); // `tail` points into it: nothing reads it after this
+      release_slack(*owner);
       body[entry[0].get<std::string>()] = std::move(*owner);
       return;
     }

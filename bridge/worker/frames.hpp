@@ -233,13 +233,18 @@ class frame_reader {
 public:
   void feed(const char* data, size_t size);
   std::optional<std::string> next();
-  size_t buffered() const { return buffer_.size() - start_ + partial_.size(); }
+  size_t buffered() const { return buffer_.size() - start_ + parts_bytes_; }
 
 private:
   void drop_taken();
+  std::string joined_parts();
 
   std::string buffer_;
-  std::string partial_; // the parts so far of a frame sent in parts
+  // The parts so far of a frame sent in parts, apart: one string grown part
+  // by part would copy what it holds at every doubling, and hold it twice
+  // meanwhile (a 300 MB turn's outcome: 256 MB old and new at once).
+  std::vector<std::string> parts_;
+  size_t parts_bytes_ = 0;
   size_t start_ = 0;
 };
 

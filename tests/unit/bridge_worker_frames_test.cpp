@@ -6,6 +6,13 @@
 
 #include <catch2/catch.hpp>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
 #include <random>
 
 using namespace hb::bridge::worker;
@@ -282,10 +289,38 @@ TEST_CASE("worker frames: raw fields after the object decode as their JSON text"
   CHECK(again.history == std::string("[1, 2]"));
 }
 
+// The last raw field takes the frame's buffer: the bytes before it (the
+// history, here 8 MB) are moved out of its way, and the pages they leave
+// behind must not stay resident while the result waits to be written.
+TEST_CASE("worker frames: a big last raw field does not keep the frame's other bytes", "[worker]") {
+  const std::string history = "[\"" + std::string(8u << 20, 'h') + "\"]";
+  const std::string result = "{\"r\": \"" + std::string(8u << 20, 'r') + "\"}";
+  std::string body = R"({"t": "turn_end", "turn": 1, "seq": 2, "status": "complete", "error": null, )"
+                     R"("message_count": 1, "raw": [["history", )" +
+                     std::to_string(history.size()) + R"(], ["result", )" + std::to_string(result.size()) +
+                     "]]}\n" + history + result;
+  auto end = std::get<turn_end>(decode_taking(std::move(body)));
+  REQUIRE(end.result == result);
+  REQUIRE(end.history == history);
+  std::string& taken = *end.result;
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  auto start = reinterpret_cast<uintptr_t>(taken.data());
+  uintptr_t from = (start + taken.size() + 1 + page - 1) & ~(page - 1);
+  uintptr_t to = (start + taken.capacity()) & ~(page - 1);
+  REQUIRE(to - from >= (4u << 20)); // the history's place, at least half of it in whole pages
+  std::vector<unsigned char> resident((to - from) / page);
+  REQUIRE(::mincore(reinterpret_cast<void*>(from), to - from, resident.data()) == 0);
+  CHECK(std::count_if(resident.begin(), resident.end(), [](unsigned char c) { return c & 1; }) == 0);
+  // The string is whole and can still grow into that space.
+  taken.append(1u << 20, 'z');
+  CHECK(taken.compare(0, result.size(), result) == 0);
+  CHECK(taken.find_first_not_of('z', result.size()) == std::string::npos);
+}
+
 TEST_CASE("worker frames: raw fields that do not add up are refused", "[worker]") {
   const std::string head = R"({"t": "turn_end", "turn": 1, "seq": 1, "status": "complete", "error": null, )"
                            R"("history": null, "message_count": 0)";
-  for (const std::string bad : {head + "}\n{}",                                      // bytes but no raw list
+  for (const std::string& bad : {head + "}\n{}",                                      // bytes but no raw list
                                 head + R"(, "raw": [["result", 5]]})" + "\n{}",        // past the end
                                 head + R"(, "raw": [["result", 1]]})" + "\n{}",        // bytes left over
                                 head + R"(, "raw": [["t", 2]]})" + "\n{}",             // the kind itself
