@@ -86,8 +86,9 @@ void save_row(session_actor* self) {
   bool destroyed = st.now == phase::destroyed;
   bool with_history = st.history && st.history_unsaved;
   st.history_unsaved = false;
-  storage::session_row row{st.id,         st.created_at,    st.last_used_at, st.config, "[]" /* see session_put */,
-                           with_history, st.message_count, destroyed};
+  // The history goes beside the row, shared (session_put); the row's own is not read.
+  storage::session_row row{st.id, st.created_at, st.last_used_at, st.config, "[]", with_history, st.message_count,
+                           destroyed};
   self->send(st.links->writer, session_put{std::move(row), with_history ? st.history : nullptr});
 }
 
