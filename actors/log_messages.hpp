@@ -136,16 +136,15 @@ struct session_put {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, session_put& x) {
-  auto& r = x.row;
-  if constexpr (Inspector::reads_state) { // the shared text travels as the row's own
-    std::string history = x.history_text();
-    return f(caf::meta::type_name("session_put"), r.session_id, r.created_at, r.last_used_at, r.config,
-             history, r.history_known, r.message_count, r.destroyed);
-  } else {
+  // Inspected (a local send never is), the shared text becomes the row's own:
+  // history_text() reads the same, and one field list serves both ways.
+  if (x.history) {
+    x.row.history = *x.history;
     x.history.reset();
-    return f(caf::meta::type_name("session_put"), r.session_id, r.created_at, r.last_used_at, r.config,
-             r.history, r.history_known, r.message_count, r.destroyed);
   }
+  auto& r = x.row;
+  return f(caf::meta::type_name("session_put"), r.session_id, r.created_at, r.last_used_at, r.config, r.history,
+           r.history_known, r.message_count, r.destroyed);
 }
 
 // Answered true once everything sent before it is committed (held while the

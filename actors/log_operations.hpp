@@ -31,7 +31,7 @@ operation append_event(std::string run_id, std::string body, double at);
 operation close_run(std::string run_id, std::string status, std::optional<std::string> result,
                     std::optional<std::string> error, double ended_at);
 // `history`, when set, is the row's history (shared with its session).
-operation put_session(storage::session_row row, std::shared_ptr<const std::string> history = nullptr);
+operation put_session(storage::session_row row, std::shared_ptr<const std::string> history);
 // A worker's numbered output for the run is in the log up to `seq` once this commits.
 operation note_host_seq(std::string run_id, uint64_t seq);
 // Writes nothing: a flush waits for what came before it.

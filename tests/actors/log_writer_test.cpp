@@ -181,7 +181,7 @@ CAF_TEST(the watcher hears each commit with the runs and sessions it touched) {
   CAF_REQUIRE_EQUAL(heard->size(), 3u);
   CAF_CHECK_EQUAL(heard->back().runs, (std::vector<std::string>{"r1"}));
   CAF_CHECK_EQUAL(heard->back().sessions, (std::vector<std::string>{"s1"}));
-  caf::anon_send(writer, session_put{{"s3", 1.0, 2.0, "{}", "[]", true, 0, false}});
+  caf::anon_send(writer, session_put{{"s3", 1.0, 2.0, "{}", "[]", true, 0, false}, nullptr});
   deliver();
   CAF_CHECK_EQUAL(heard->size(), 3u); // a session row touches no run
 }
@@ -206,11 +206,12 @@ CAF_TEST(appends waiting in the mailbox share one commit and one notice) {
 }
 
 CAF_TEST(a session row is written and an unknown history keeps the stored one) {
-  caf::anon_send(writer, session_put{{"s1", 1.0, 2.0, R"({"model": "m"})", R"([{"role": "user"}])", true, 1, false}});
+  caf::anon_send(writer,
+                 session_put{{"s1", 1.0, 2.0, R"({"model": "m"})", R"([{"role": "user"}])", true, 1, false}, nullptr});
   deliver();
   hb::storage::log_reader reader(db.path);
   CAF_CHECK_EQUAL(reader.read_history("s1"), R"([{"role": "user"}])");
-  caf::anon_send(writer, session_put{{"s1", 1.0, 3.0, R"({"model": "n"})", "[]", false, 1, false}});
+  caf::anon_send(writer, session_put{{"s1", 1.0, 3.0, R"({"model": "n"})", "[]", false, 1, false}, nullptr});
   deliver();
   CAF_CHECK_EQUAL(reader.read_history("s1"), R"([{"role": "user"}])");
   auto sessions = hb::storage::load_sessions(log->database());
