@@ -25,9 +25,9 @@ operation append_deltas(std::string run_id, std::vector<timed_text> deltas) {
   };
 }
 
-operation append_event(std::string run_id, std::string body, double at) {
-  return [run_id = std::move(run_id), at, body = std::move(body)](storage::log_writer& w) {
-    w.append_event(run_id, body, at);
+operation append_event(std::string run_id, std::string body, double at, uint64_t host_seq) {
+  return [run_id = std::move(run_id), at, host_seq, body = std::move(body)](storage::log_writer& w) {
+    w.append_event(run_id, body, at, host_seq);
   };
 }
 
@@ -45,10 +45,6 @@ operation put_session(storage::session_row row, std::shared_ptr<const std::strin
     w.put_session(row, history ? *history : row.history);
     w.forget_bound_values(); // (a history can be big)
   };
-}
-
-operation note_host_seq(std::string run_id, uint64_t seq) {
-  return [run_id = std::move(run_id), seq](storage::log_writer& w) { w.note_host_seq(run_id, seq); };
 }
 
 operation nothing() {

@@ -27,13 +27,12 @@ operation append_delta(std::string run_id, std::string text, double at);
 // lookup) for what a queue held, and as few rows as their size allows.
 using storage::timed_text;
 operation append_deltas(std::string run_id, std::vector<timed_text> deltas);
-operation append_event(std::string run_id, std::string body, double at);
+// `host_seq`: the host's frame seq it came in (storage::log_writer::append_event).
+operation append_event(std::string run_id, std::string body, double at, uint64_t host_seq = 0);
 operation close_run(std::string run_id, std::string status, std::optional<std::string> result,
                     std::optional<std::string> error, double ended_at);
 // `history`, when set, is the row's history (shared with its session).
 operation put_session(storage::session_row row, std::shared_ptr<const std::string> history);
-// A worker's numbered output for the run is in the log up to `seq` once this commits.
-operation note_host_seq(std::string run_id, uint64_t seq);
 // Writes nothing: a flush waits for what came before it.
 operation nothing();
 

@@ -25,11 +25,11 @@ constexpr size_t max_deltas_per_operation = 1024;
 // references: the message is this actor's alone, so nothing is copied) and
 // moved into the operation (see log_operations.hpp).
 log_batches::applied apply_text(writer_actor* self, const std::string& run_id, bool is_event, std::string text,
-                                double at) {
+                                double at, uint64_t host_seq = 0) {
   note_output_moved(text.size());
   size_t bytes = text.size();
   self->state.notices.tell(run_id, is_event ? 'e' : 'd', text);
-  auto op = is_event ? log_operations::append_event(run_id, std::move(text), at)
+  auto op = is_event ? log_operations::append_event(run_id, std::move(text), at, host_seq)
                      : log_operations::append_delta(run_id, std::move(text), at);
   auto outcome = apply(self, std::move(op), bytes, &run_id);
   untold_unless_written(self, run_id, outcome);
@@ -63,26 +63,26 @@ void write_items(writer_actor* self, const std::string& run_id, const std::share
     auto size = static_cast<int64_t>(item.text.size());
     last_seq = std::max(last_seq, item.seq);
     if (!item.is_event) {
-      deltas.push_back({std::move(item.text), item.at});
+      deltas.push_back({std::move(item.text), item.at, item.seq});
       delta_bytes += size;
       if (deltas.size() < max_deltas_per_operation)
         continue;
     }
     apply_deltas(self, run_id, deltas, std::exchange(delta_bytes, 0)); // in their place, before the event
     if (item.is_event)
-      self->state.batches->count_output(apply_text(self, run_id, true, std::move(item.text), item.at), size);
+      self->state.batches->count_output(apply_text(self, run_id, true, std::move(item.text), item.at, item.seq),
+                                        size);
   }
   apply_deltas(self, run_id, deltas, delta_bytes);
   if (last_seq > 0) {
     // Applied, held for a retry or refused alike: a commit (or the retry's)
     // settles them, and a refused item is one the log will never hold, so
-    // its host has nothing to hand over again either.
+    // its host has nothing to hand over again either. (Each row carries its
+    // item's seq, in the same transaction: a daemon that re-attaches to the
+    // worker after a crash asks for what comes after the highest.)
     auto& entry = self->state.numbered[run_id];
     entry.first = queue;
     entry.second = std::max(entry.second, last_seq);
-    // In the same transaction as the rows: a daemon that re-attaches to the
-    // worker after a crash asks for what comes after it, no more, no less.
-    apply(self, log_operations::note_host_seq(run_id, entry.second), 0);
   }
 }
 

@@ -40,10 +40,12 @@ struct session_row {
   bool destroyed = false;
 };
 
-// A delta as the writer takes it: its text and when the agent produced it.
+// A delta as the writer takes it: its text, when the agent produced it and
+// the seq of the host's frame that carried it (0: a host that numbers nothing).
 struct timed_text {
   std::string text;
   double at;
+  uint64_t host_seq = 0;
 };
 
 // One delta (text) or event (body) row.

@@ -33,12 +33,14 @@ log_writer::log_writer(const std::string& path, const writer_options& options)
   insert_run_ = std::make_unique<SQLite::Statement>(
     db_, "INSERT INTO runs(run_id, session_id, status, started_at, user_message) VALUES(?, ?, 'running', ?, ?)");
   insert_delta_ = std::make_unique<SQLite::Statement>(
-    db_, "INSERT INTO deltas(run_no, seq, at, n, sizes, text) VALUES(?, ?, ?, ?, ?, ?)");
+    db_, "INSERT INTO deltas(run_no, seq, at, n, sizes, text, host_seq) VALUES(?, ?, ?, ?, ?, ?, ?)");
   insert_event_ = std::make_unique<SQLite::Statement>(
-    db_, "INSERT INTO events(run_no, seq, at, body) VALUES(?, ?, ?, ?)");
+    db_, "INSERT INTO events(run_no, seq, at, body, host_seq) VALUES(?, ?, ?, ?, ?)");
   finish_run_ = std::make_unique<SQLite::Statement>(
     db_, "UPDATE runs SET status=?, result=?, error=?, ended_at=? WHERE run_no=?");
-  note_host_seq_ = std::make_unique<SQLite::Statement>(db_, "UPDATE runs SET host_seq=? WHERE run_no=?");
+  // Prepared once: every commit has them, and SQLite parses an exec()'s text anew each time.
+  begin_ = std::make_unique<SQLite::Statement>(db_, "BEGIN");
+  commit_ = std::make_unique<SQLite::Statement>(db_, "COMMIT");
   upsert_session_ = std::make_unique<SQLite::Statement>(
     db_,
     "INSERT INTO sessions(session_id, created_at, last_used_at, config, history, message_count, destroyed)"
@@ -50,7 +52,8 @@ log_writer::log_writer(const std::string& path, const writer_options& options)
 
 void log_writer::begin() {
   if (!in_tx_) {
-    db_.exec("BEGIN");
+    begin_->exec();
+    begin_->reset();
     in_tx_ = true;
     runs_at_begin_ = runs_; // what a rollback goes back to
   }
@@ -77,11 +80,11 @@ void log_writer::open_run(const std::string& run_id, const std::string& session_
   ++pending_rows_;
 }
 
-bool log_writer::append_delta(const std::string& run_id, const std::string& text, double at) {
+bool log_writer::append_delta(const std::string& run_id, const std::string& text, double at, uint64_t host_seq) {
   auto* run = find(run_id);
   if (!run)
     return false;
-  insert_deltas(*run, text, 1, at);
+  insert_deltas(*run, text, 1, at, host_seq);
   return true;
 }
 
@@ -94,7 +97,7 @@ bool log_writer::append_deltas(const std::string& run_id, const std::vector<time
     while (end < deltas.size() && bytes + deltas[end].text.size() <= max_delta_row_bytes)
       bytes += deltas[end++].text.size();
     if (end - first == 1) {
-      insert_deltas(*run, deltas[first].text, 1, deltas[first].at);
+      insert_deltas(*run, deltas[first].text, 1, deltas[first].at, deltas[first].host_seq);
     } else {
       row_text_.clear();
       row_sizes_.clear();
@@ -102,7 +105,7 @@ bool log_writer::append_deltas(const std::string& run_id, const std::vector<time
         row_text_ += deltas[i].text;
         append_delta_size(row_sizes_, deltas[i].text.size());
       }
-      insert_deltas(*run, row_text_, static_cast<int64_t>(end - first), deltas[end - 1].at);
+      insert_deltas(*run, row_text_, static_cast<int64_t>(end - first), deltas[end - 1].at, deltas[end - 1].host_seq);
     }
     first = end;
   }
@@ -110,7 +113,8 @@ bool log_writer::append_deltas(const std::string& run_id, const std::vector<time
 }
 
 // One row of `n` deltas (their sizes in row_sizes_ when n > 1).
-void log_writer::insert_deltas(open_run_state& run, const std::string& text, int64_t n, double at) {
+void log_writer::insert_deltas(open_run_state& run, const std::string& text, int64_t n, double at,
+                               uint64_t host_seq) {
   begin();
   insert_delta_->bind(1, run.run_no);
   insert_delta_->bind(2, run.next_delta);
@@ -121,6 +125,7 @@ void log_writer::insert_deltas(open_run_state& run, const std::string& text, int
   else
     insert_delta_->bindNoCopy(5, static_cast<const void*>(row_sizes_.data()), static_cast<int>(row_sizes_.size()));
   insert_delta_->bindNoCopy(6, text); // TEXT, not BLOB: readable in the sqlite3 shell
+  insert_delta_->bind(7, static_cast<int64_t>(host_seq));
   insert_delta_->exec();
   insert_delta_->reset();
   run.next_delta += n;
@@ -128,23 +133,24 @@ void log_writer::insert_deltas(open_run_state& run, const std::string& text, int
   ++pending_rows_;
 }
 
-void log_writer::insert_event(open_run_state& run, const std::string& body, double at) {
+void log_writer::insert_event(open_run_state& run, const std::string& body, double at, uint64_t host_seq) {
   begin();
   insert_event_->bind(1, run.run_no);
   insert_event_->bind(2, run.next_event);
   insert_event_->bind(3, at);
   insert_event_->bindNoCopy(4, body);
+  insert_event_->bind(5, static_cast<int64_t>(host_seq));
   insert_event_->exec();
   insert_event_->reset();
   ++run.next_event;
   ++pending_rows_;
 }
 
-bool log_writer::append_event(const std::string& run_id, const std::string& body, double at) {
+bool log_writer::append_event(const std::string& run_id, const std::string& body, double at, uint64_t host_seq) {
   auto* run = find(run_id);
   if (!run)
     return false;
-  insert_event(*run, body, at);
+  insert_event(*run, body, at, host_seq);
   return true;
 }
 
@@ -210,20 +216,9 @@ void log_writer::put_session(const session_row& row, const std::string& history)
   ++pending_rows_;
 }
 
-void log_writer::note_host_seq(const std::string& run_id, uint64_t seq) {
-  auto* run = find(run_id);
-  if (!run)
-    return;
-  begin();
-  note_host_seq_->bind(1, static_cast<int64_t>(seq));
-  note_host_seq_->bind(2, run->run_no);
-  note_host_seq_->exec();
-  note_host_seq_->reset();
-}
-
 std::optional<continued_run> log_writer::continue_run(const std::string& run_id, double now,
                                                      const std::vector<waiting_question>& waiting) {
-  SQLite::Statement row(db_, "SELECT run_no, host_seq FROM runs WHERE run_id=? AND status='running'");
+  SQLite::Statement row(db_, "SELECT run_no FROM runs WHERE run_id=? AND status='running'");
   row.bind(1, run_id);
   if (!row.executeStep())
     return std::nullopt;
@@ -232,7 +227,7 @@ std::optional<continued_run> log_writer::continue_run(const std::string& run_id,
   run.next_delta = counts.delta_count(run.run_no);
   run.next_event = counts.count(run.run_no);
   continued_run out;
-  out.host_seq = static_cast<uint64_t>(row.getColumn(1).getInt64());
+  out.host_seq = logged_host_seq(db_, run.run_no);
   if (in_tx_)
     runs_at_begin_[run_id] = run; // a rollback of the open transaction keeps it: nothing of it was in there
   auto& taken = runs_[run_id] = run;
@@ -258,7 +253,8 @@ std::optional<log_writer::run_counts> log_writer::counts(const std::string& run_
 size_t log_writer::commit() {
   if (!in_tx_)
     return 0;
-  db_.exec("COMMIT");
+  commit_->exec();
+  commit_->reset();
   in_tx_ = false;
   size_t n = pending_rows_;
   pending_rows_ = 0;
@@ -293,7 +289,8 @@ void log_writer::rollback() {
   insert_event_->tryReset();
   finish_run_->tryReset();
   upsert_session_->tryReset();
-  note_host_seq_->tryReset();
+  begin_->tryReset();
+  commit_->tryReset();
 }
 
 } // namespace hb::storage

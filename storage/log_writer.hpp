@@ -44,12 +44,15 @@ public:
   void open_run(const std::string& run_id, const std::string& session_id, double started_at,
                 const std::string& user_message = {});
   // Returns false for a run that is not open (late callbacks after its end).
-  bool append_delta(const std::string& run_id, const std::string& text, double at);
+  // `host_seq`: the seq of the host's frame that carried the row's output (0:
+  // not numbered), written with the row; a daemon that re-attaches to the
+  // host after a restart asks for the frames after the highest (logged_host_seq).
+  bool append_delta(const std::string& run_id, const std::string& text, double at, uint64_t host_seq = 0);
   // Deltas that follow each other, in as few rows as max_delta_row_bytes
   // allows (delta_rows.hpp); each row is stamped with its last delta's time.
   bool append_deltas(const std::string& run_id, const std::vector<timed_text>& deltas);
   static constexpr size_t max_delta_row_bytes = 1 << 20;
-  bool append_event(const std::string& run_id, const std::string& body, double at);
+  bool append_event(const std::string& run_id, const std::string& body, double at, uint64_t host_seq = 0);
   // For `import`: an event at the seq the exported log gave it (the seqs
   // between are its deltas').
   bool put_imported_event(const std::string& run_id, int64_t seq, const std::string& body, double at);
@@ -59,8 +62,6 @@ public:
   void put_session(const session_row& row) { put_session(row, row.history); }
   // The same with the history held apart from the row (a session's, shared).
   void put_session(const session_row& row, const std::string& history);
-  // A worker's numbered output for the run is in this transaction up to `seq`.
-  void note_host_seq(const std::string& run_id, uint64_t seq);
   // Takes up a run a previous daemon opened and left running (its turn went
   // on in a worker): appends continue its sequences; of the questions it
   // left open, those its agent still waits on (`waiting`, as the worker
@@ -113,14 +114,14 @@ private:
   };
   void begin();
   open_run_state* find(const std::string& run_id);
-  void insert_event(open_run_state& run, const std::string& body, double at);
-  void insert_deltas(open_run_state& run, const std::string& text, int64_t n, double at);
+  void insert_event(open_run_state& run, const std::string& body, double at, uint64_t host_seq = 0);
+  void insert_deltas(open_run_state& run, const std::string& text, int64_t n, double at, uint64_t host_seq);
   void write_end(const open_run_state& run, std::string_view status, const std::optional<std::string>& result,
                  const std::optional<std::string>& error, double ended_at);
 
   SQLite::Database db_;
   std::unique_ptr<SQLite::Statement> insert_run_, insert_delta_, insert_event_, finish_run_,
-    upsert_session_, note_host_seq_;
+    upsert_session_, begin_, commit_;
   std::string row_text_, row_sizes_; // a packed delta row being built (reused)
   std::unordered_map<std::string, open_run_state> runs_;
   std::unordered_map<std::string, open_run_state> runs_at_begin_;

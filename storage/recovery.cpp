@@ -135,19 +135,32 @@ std::vector<reopened_question> match_waiting_questions(SQLite::Database& db, int
   return matched;
 }
 
+uint64_t logged_host_seq(SQLite::Database& db, int64_t run_no) {
+  // A host sends a run's deltas in its own order, so their last row holds
+  // the highest (and only that row is read: host_seq follows the text, which
+  // a big row keeps on overflow pages). Events are scanned: the daemon's own
+  // (settled questions) carry 0 and may come last.
+  SQLite::Statement q(db, "SELECT max((SELECT host_seq FROM runs WHERE run_no=?1),"
+                          " coalesce((SELECT max(host_seq) FROM events WHERE run_no=?1), 0),"
+                          " coalesce((SELECT host_seq FROM deltas WHERE run_no=?1 ORDER BY seq DESC LIMIT 1), 0))");
+  q.bind(1, run_no);
+  q.executeStep();
+  return static_cast<uint64_t>(q.getColumn(0).getInt64());
+}
+
 recovery_report recover_open_runs(SQLite::Database& db, double now, const std::set<std::string>& continuing,
                                   std::map<std::string, continuing_run>* kept) {
   recovery_report report;
   SQLite::Transaction tx(db);
   std::vector<int64_t> live;
   {
-    SQLite::Statement q(db, "SELECT run_no, run_id, session_id, host_seq FROM runs WHERE status='running' ORDER BY run_no");
+    SQLite::Statement q(db, "SELECT run_no, run_id, session_id FROM runs WHERE status='running' ORDER BY run_no");
     while (q.executeStep()) {
       std::string run_id = q.getColumn(1).getString();
       if (continuing.count(run_id) == 0) {
         live.push_back(q.getColumn(0).getInt64());
       } else if (kept) {
-        (*kept)[run_id] = continuing_run{q.getColumn(2).getString(), static_cast<uint64_t>(q.getColumn(3).getInt64())};
+        (*kept)[run_id] = continuing_run{q.getColumn(2).getString(), logged_host_seq(db, q.getColumn(0).getInt64())};
       }
     }
   }

@@ -57,6 +57,11 @@ struct reopened_question {
 std::vector<reopened_question> match_waiting_questions(SQLite::Database& db, int64_t run_no,
                                                        const std::vector<waiting_question>& waiting);
 
+// How far a host's numbered output for the run is in the log: the highest
+// host_seq of its rows, or of its runs row for output logged before version
+// 7 (which kept it there).
+uint64_t logged_host_seq(SQLite::Database& db, int64_t run_no);
+
 // A live run left `running` because its turn goes on in a worker that
 // outlived the last daemon (bridge/worker/FRAMES.md, re-attaching).
 struct continuing_run {

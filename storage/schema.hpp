@@ -4,7 +4,7 @@
 
 namespace hb::storage {
 
-constexpr int schema_version = 6;
+constexpr int schema_version = 7;
 
 constexpr const char* schema_sql = R"SQL(
 CREATE TABLE IF NOT EXISTS meta(
@@ -42,6 +42,7 @@ CREATE TABLE IF NOT EXISTS deltas(
   n      INTEGER NOT NULL DEFAULT 1,
   sizes  BLOB,
   text   TEXT NOT NULL,
+  host_seq INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY(run_no, seq)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS events(
@@ -49,6 +50,7 @@ CREATE TABLE IF NOT EXISTS events(
   seq    INTEGER NOT NULL,
   at     REAL NOT NULL,
   body   TEXT NOT NULL,
+  host_seq INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY(run_no, seq)
 ) WITHOUT ROWID;
 )SQL";
@@ -87,6 +89,10 @@ constexpr migration migrations[] = {
    "INSERT INTO deltas_v6(run_no, seq, at, text) SELECT run_no, seq, at, text FROM deltas;"
    "DROP TABLE deltas; ALTER TABLE deltas_v6 RENAME TO deltas;",
    "deltas"},
+  // The host's frame seq on the rows it sent, written with them: a commit no
+  // longer also rewrites its runs' rows (runs.host_seq, now only read).
+  {6, "ALTER TABLE deltas ADD COLUMN host_seq INTEGER NOT NULL DEFAULT 0;", "deltas"},
+  {6, "ALTER TABLE events ADD COLUMN host_seq INTEGER NOT NULL DEFAULT 0;", "events"},
 };
 
 } // namespace hb::storage

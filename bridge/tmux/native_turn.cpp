@@ -37,7 +37,7 @@ turn_outcome outcome(const std::string& status, const json& result, const std::o
 }
 
 // What the mirror writes, numbered 1, 2, 3... in the order written, so that
-// the event log knows how far it holds the turn (runs.host_seq). The mirror
+// the event log knows how far it holds the turn (its rows' host_seq). The mirror
 // is a function of the turn's rows: mirrored again from the first after a
 // restart of the daemon, it writes the same frames with the same numbers,
 // and those the log holds (`skip_up_to`) are not written twice.

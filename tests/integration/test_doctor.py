@@ -68,7 +68,7 @@ class Doctor(unittest.TestCase):
         self.assertIn(f"ok   agent_root: {FAKE_AGENT} (given by --agent-root", text)
         self.assertRegex(text, r"ok   agent_python: agent workers run on \S+")
         self.assertIn(f"ok   event_log: {self.db} (", text)
-        self.assertIn("schema version 6, quick_check ok", text)
+        self.assertIn("schema version 7, quick_check ok", text)
         self.assertIn(f"ok   socket_dir: {self.socket_dir} (not there yet", text)
         self.assertIn("HERMES_AGENT_BRIDGE_PYTHON=", text)
         self.assertTrue(text.rstrip().endswith("warning(s)") and "ready to serve" in text, text)

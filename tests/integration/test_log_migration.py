@@ -16,13 +16,17 @@ from log_rows import run_deltas
 
 def as_version_4(db) -> int:
     """Gives every delta a row of its own and its event row again, at the
-    seq it holds, and calls the log version 4. Returns how many event rows
-    that added."""
+    seq it holds, in version 4's tables, and calls the log version 4.
+    Returns how many event rows that added."""
     added = 0
     with sqlite3.connect(db) as c:
         runs = {run_no: run_deltas(c, run_no) for (run_no,) in c.execute("SELECT run_no FROM runs").fetchall()}
         c.executescript("DROP TABLE deltas; CREATE TABLE deltas(run_no INTEGER NOT NULL, seq INTEGER NOT NULL,"
-                        " at REAL NOT NULL, text TEXT NOT NULL, PRIMARY KEY(run_no, seq)) WITHOUT ROWID;")
+                        " at REAL NOT NULL, text TEXT NOT NULL, PRIMARY KEY(run_no, seq)) WITHOUT ROWID;"
+                        "CREATE TABLE events_v4(run_no INTEGER NOT NULL, seq INTEGER NOT NULL, at REAL NOT NULL,"
+                        " body TEXT NOT NULL, PRIMARY KEY(run_no, seq)) WITHOUT ROWID;"
+                        "INSERT INTO events_v4 SELECT run_no, seq, at, body FROM events;"
+                        "DROP TABLE events; ALTER TABLE events_v4 RENAME TO events;")
         for run_no, deltas in runs.items():
             c.executemany("INSERT INTO deltas VALUES(?, ?, ?, ?)", [(run_no, *d) for d in deltas])
             taken = {seq for (seq,) in c.execute("SELECT seq FROM events WHERE run_no=?", (run_no,))}
@@ -60,7 +64,7 @@ class Migration(unittest.TestCase):
             self.assertIn("from=4", again.stderr())
             self.assertEqual(read_all(again), before)
             with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as c:
-                self.assertEqual(c.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone(), ("6",))
+                self.assertEqual(c.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone(), ("7",))
                 self.assertEqual(c.execute("SELECT count(*) FROM events WHERE body LIKE "
                                            "'{\"event\": \"stream.delta\"%'").fetchone(), (0,))
             verdict = subprocess.run([str(bridge_binary()), "verify", "--db", str(db)], capture_output=True,

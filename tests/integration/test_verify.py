@@ -73,11 +73,11 @@ class Verify(unittest.TestCase):
         p = verify("--db", str(self.db))
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         first = p.stdout.decode().splitlines()[0]
-        self.assertIn(": healthy (schema version 6, 4 sessions, 5 runs", first)
+        self.assertIn(": healthy (schema version 7, 4 sessions, 5 runs", first)
         self.assertIn("integrity_check: ok", first)
         report = json.loads(verify("--db", str(self.db), "--json").stdout)
         self.assertEqual((report["ok"], report["verdict"], report["schema_version"], report["integrity_check"]),
-                         (True, "healthy", 6, "ok"))
+                         (True, "healthy", 7, "ok"))
         self.assertEqual(report["problems"], [])
         self.assertEqual(report["live_runs"], 0)
 
@@ -100,7 +100,7 @@ class Verify(unittest.TestCase):
             self.assertGreater(len(seqs), 1)
             c.execute("DELETE FROM events WHERE run_no=? AND seq=?", (run_no, seqs[0]))
             c.execute("UPDATE runs SET status='running', ended_at=NULL, result=NULL WHERE run_id=?", (self.cut_run,))
-            c.execute("INSERT INTO events VALUES(4242, 0, 1.0, '{\"event\": \"step\"}')")
+            c.execute("INSERT INTO events(run_no, seq, at, body) VALUES(4242, 0, 1.0, '{\"event\": \"step\"}')")
         p = verify("--db", str(db))
         self.assertEqual(p.returncode, 5, p.stdout + p.stderr)
         text = p.stdout.decode()

@@ -264,8 +264,10 @@ TEST_CASE("a version 5 log gains the packed columns; its rows read as before and
   {
     SQLite::Database v5(log.path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
     v5.exec("CREATE TABLE deltas(run_no INTEGER NOT NULL, seq INTEGER NOT NULL, at REAL NOT NULL, text TEXT NOT NULL,"
+            " PRIMARY KEY(run_no, seq)) WITHOUT ROWID;"
+            "CREATE TABLE events(run_no INTEGER NOT NULL, seq INTEGER NOT NULL, at REAL NOT NULL, body TEXT NOT NULL,"
             " PRIMARY KEY(run_no, seq)) WITHOUT ROWID;");
-    v5.exec(hb::storage::schema_sql); // (keeps that deltas table)
+    v5.exec(hb::storage::schema_sql); // (keeps those tables)
     v5.exec("INSERT INTO meta VALUES('schema_version', '5');"
             "INSERT INTO runs(run_id, session_id, status, started_at) VALUES('r', 's', 'running', 1.0);"
             "INSERT INTO deltas VALUES(1, 0, 1.1, 'x'); INSERT INTO deltas VALUES(1, 1, 1.2, 'y');"

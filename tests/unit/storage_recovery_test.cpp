@@ -20,6 +20,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 
 namespace fs = std::filesystem;
@@ -28,9 +29,25 @@ namespace {
 
 using hb::test::temp_dir;
 
-void fill_run(hb::storage::log_writer& w, const std::string& run_id, int from, int count) {
+// `host_seq`: the first delta's number from its host (the next ones count
+// on), or 0 for deltas no host numbered.
+void fill_run(hb::storage::log_writer& w, const std::string& run_id, int from, int count, uint64_t host_seq = 0) {
   for (int i = from; i < from + count; ++i)
-    w.append_delta(run_id, "d" + std::to_string(i) + " ", 1.0 + i);
+    w.append_delta(run_id, "d" + std::to_string(i) + " ", 1.0 + i, host_seq ? host_seq + uint64_t(i - from) : 0);
+}
+
+// A log as an older daemon left it: its meta table at `version`, then `sql`.
+void write_old_log(temp_dir& dir, int version, const std::string& sql) {
+  SQLite::Database old(dir.file("events.db"), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+  old.exec("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+           "INSERT INTO meta VALUES('schema_version', '" + std::to_string(version) + "');" + sql);
+}
+
+int64_t run_no_of(SQLite::Database& db, const std::string& run_id) {
+  SQLite::Statement q(db, "SELECT run_no FROM runs WHERE run_id=?");
+  q.bind(1, run_id);
+  REQUIRE(q.executeStep());
+  return q.getColumn(0).getInt64();
 }
 
 } // namespace
@@ -143,14 +160,10 @@ TEST_CASE("a writer killed mid-batch keeps its commits and its open run is recov
 
 TEST_CASE("a version 1 log is migrated in place", "[recovery]") {
   temp_dir dir;
-  {
-    SQLite::Database v1(dir.file("events.db"), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
-    v1.exec("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-            "INSERT INTO meta VALUES('schema_version', '1');"
-            "CREATE TABLE runs(run_no INTEGER PRIMARY KEY, run_id TEXT NOT NULL UNIQUE, session_id TEXT NOT NULL,"
-            " status TEXT NOT NULL, started_at REAL NOT NULL, ended_at REAL, result TEXT, error TEXT);"
-            "INSERT INTO runs(run_id, session_id, status, started_at) VALUES('old', 's', 'complete', 1.0);");
-  }
+  write_old_log(dir, 1,
+                "CREATE TABLE runs(run_no INTEGER PRIMARY KEY, run_id TEXT NOT NULL UNIQUE, session_id TEXT NOT NULL,"
+                " status TEXT NOT NULL, started_at REAL NOT NULL, ended_at REAL, result TEXT, error TEXT);"
+                "INSERT INTO runs(run_id, session_id, status, started_at) VALUES('old', 's', 'complete', 1.0);");
   hb::storage::log_writer w(dir.file("events.db"));
   CHECK(hb::storage::stored_schema_version(w.database()) == hb::storage::schema_version);
   SQLite::Statement q(w.database(), "SELECT run_id, pruned_at FROM runs");
@@ -163,25 +176,21 @@ TEST_CASE("a version 1 log is migrated in place", "[recovery]") {
 TEST_CASE("a version 2 log is migrated in place: runs gain user_message and host_seq, rows are kept",
           "[recovery]") {
   temp_dir dir;
-  {
-    SQLite::Database v2(dir.file("events.db"), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
-    v2.exec("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-            "INSERT INTO meta VALUES('schema_version', '2');"
-            "CREATE TABLE sessions(session_id TEXT PRIMARY KEY, created_at REAL NOT NULL, last_used_at REAL NOT NULL,"
-            " config TEXT NOT NULL, history TEXT NOT NULL DEFAULT '[]', message_count INTEGER NOT NULL DEFAULT 0,"
-            " destroyed INTEGER NOT NULL DEFAULT 0);"
-            "CREATE TABLE runs(run_no INTEGER PRIMARY KEY, run_id TEXT NOT NULL UNIQUE, session_id TEXT NOT NULL,"
-            " status TEXT NOT NULL, started_at REAL NOT NULL, ended_at REAL, result TEXT, error TEXT, pruned_at REAL);"
-            "CREATE TABLE events(run_no INTEGER NOT NULL, seq INTEGER NOT NULL, at REAL NOT NULL, body TEXT NOT NULL,"
-            " PRIMARY KEY(run_no, seq)) WITHOUT ROWID;"
-            "INSERT INTO sessions VALUES('s', 1.0, 1.0, '{}', '[{\"role\": \"user\", \"content\": \"a\"}]', 1, 0);"
-            "INSERT INTO runs(run_id, session_id, status, started_at) VALUES('cut', 's', 'running', 1.0);"
-            "CREATE TABLE deltas(run_no INTEGER NOT NULL, seq INTEGER NOT NULL, at REAL NOT NULL, text TEXT NOT NULL,"
-            " PRIMARY KEY(run_no, seq)) WITHOUT ROWID;"
-            "INSERT INTO deltas VALUES(1, 0, 1.0, 'half');"
-            "INSERT INTO events VALUES(1, 0, 1.0, '{\"event\": \"stream.delta\", \"delta\": \"half\"}');"
-            "INSERT INTO events VALUES(1, 1, 1.1, '{\"event\": \"step\"}');");
-  }
+  write_old_log(dir, 2,
+                "CREATE TABLE sessions(session_id TEXT PRIMARY KEY, created_at REAL NOT NULL, last_used_at REAL NOT NULL,"
+                " config TEXT NOT NULL, history TEXT NOT NULL DEFAULT '[]', message_count INTEGER NOT NULL DEFAULT 0,"
+                " destroyed INTEGER NOT NULL DEFAULT 0);"
+                "CREATE TABLE runs(run_no INTEGER PRIMARY KEY, run_id TEXT NOT NULL UNIQUE, session_id TEXT NOT NULL,"
+                " status TEXT NOT NULL, started_at REAL NOT NULL, ended_at REAL, result TEXT, error TEXT, pruned_at REAL);"
+                "CREATE TABLE events(run_no INTEGER NOT NULL, seq INTEGER NOT NULL, at REAL NOT NULL, body TEXT NOT NULL,"
+                " PRIMARY KEY(run_no, seq)) WITHOUT ROWID;"
+                "INSERT INTO sessions VALUES('s', 1.0, 1.0, '{}', '[{\"role\": \"user\", \"content\": \"a\"}]', 1, 0);"
+                "INSERT INTO runs(run_id, session_id, status, started_at) VALUES('cut', 's', 'running', 1.0);"
+                "CREATE TABLE deltas(run_no INTEGER NOT NULL, seq INTEGER NOT NULL, at REAL NOT NULL, text TEXT NOT NULL,"
+                " PRIMARY KEY(run_no, seq)) WITHOUT ROWID;"
+                "INSERT INTO deltas VALUES(1, 0, 1.0, 'half');"
+                "INSERT INTO events VALUES(1, 0, 1.0, '{\"event\": \"stream.delta\", \"delta\": \"half\"}');"
+                "INSERT INTO events VALUES(1, 1, 1.1, '{\"event\": \"step\"}');");
   hb::storage::log_writer w(dir.file("events.db"));
   CHECK(hb::storage::stored_schema_version(w.database()) == hb::storage::schema_version);
   SQLite::Statement q(w.database(), "SELECT run_id, status, user_message, host_seq FROM runs");
@@ -249,14 +258,13 @@ TEST_CASE("a run whose turn goes on in a surviving worker is left running, and t
     hb::storage::log_writer w(dir.file("events.db"));
     w.open_run("goes-on", "s1", 1.0, "\"hi\"");
     w.open_run("cut", "s2", 1.0, "\"hi\"");
-    fill_run(w, "goes-on", 0, 30);
-    w.append_event("goes-on", R"({"event": "tool.started"})", 2.0);
-    w.append_event("goes-on", R"({"event": "approval.requested", "approval_id": "a1", "command": "ls"})", 2.5);
-    w.note_host_seq("goes-on", 41);
+    fill_run(w, "goes-on", 0, 30, 1); // the worker's frames 1 to 30
+    w.append_event("goes-on", R"({"event": "tool.started"})", 2.0, 31);
+    // (frames 32 to 40 held no rows: an ask, say)
+    w.append_event("goes-on", R"({"event": "approval.requested", "approval_id": "a1", "command": "ls"})", 2.5, 41);
     fill_run(w, "cut", 0, 5);
     w.commit();
-    fill_run(w, "goes-on", 30, 10); // a crash before this commit: never in the log
-    w.note_host_seq("goes-on", 55);
+    fill_run(w, "goes-on", 30, 10, 42); // a crash before this commit: never in the log
   }
   hb::storage::log_writer w(dir.file("events.db"));
   std::map<std::string, hb::storage::continuing_run> kept;
@@ -273,9 +281,8 @@ TEST_CASE("a run whose turn goes on in a surviving worker is left running, and t
   CHECK(continued->reopened.empty());
   CHECK_FALSE(w.continue_run("cut", 10.0)); // interrupted: nothing to continue
   CHECK_FALSE(w.continue_run("unknown", 10.0));
-  fill_run(w, "goes-on", 30, 3);
-  w.append_event("goes-on", R"({"event": "tool.completed"})", 3.0);
-  w.note_host_seq("goes-on", 44);
+  fill_run(w, "goes-on", 30, 3, 42);
+  w.append_event("goes-on", R"({"event": "tool.completed"})", 3.0, 45);
   w.close_run("goes-on", "complete", std::string("{}"), std::nullopt, 10.0);
   w.commit();
   hb::storage::log_reader r(dir.file("events.db"));
@@ -303,12 +310,67 @@ TEST_CASE("a run whose turn goes on in a surviving worker is left running, and t
   CHECK(settled["reason"] == "daemon restarted");
   CHECK(others[3] == R"({"event": "tool.completed"})");
   CHECK(run->events.back() == others[3]);
-  SQLite::Statement q(w.database(), "SELECT host_seq FROM runs WHERE run_id='goes-on'");
-  REQUIRE(q.executeStep());
-  CHECK(q.getColumn(0).getInt64() == 44);
+  CHECK(hb::storage::logged_host_seq(w.database(), run_no_of(w.database(), "goes-on")) == 45);
   auto cut = r.read_run("cut", 0, 0);
   REQUIRE(cut);
   CHECK(cut->status == "interrupted");
+}
+
+TEST_CASE("how far a host's output is in the log is read from its rows, whichever kind comes last", "[recovery]") {
+  temp_dir dir;
+  hb::storage::log_writer w(dir.file("events.db"));
+  auto& db = w.database();
+  w.open_run("r", "s", 1.0);
+  int64_t run = run_no_of(db, "r");
+  CHECK(hb::storage::logged_host_seq(db, run) == 0);
+  CHECK(hb::storage::logged_host_seq(db, run + 1) == 0); // no such run
+  fill_run(w, "r", 0, 3, 1);
+  CHECK(hb::storage::logged_host_seq(db, run) == 3); // deltas last
+  w.append_event("r", R"({"event": "step"})", 2.0, 4);
+  w.append_event("r", R"({"event": "approval.resolved"})", 2.1); // the daemon's own: numbered 0
+  CHECK(hb::storage::logged_host_seq(db, run) == 4);
+  // Deltas packed into one row carry their last delta's number.
+  w.append_deltas("r", {{"a", 3.0, 5}, {"b", 3.0, 6}, {"c", 3.1, 7}});
+  CHECK(db.execAndGet("SELECT count(*) FROM deltas").getInt() == 4);
+  CHECK(hb::storage::logged_host_seq(db, run) == 7);
+  // A log from before version 7 kept the number in the run's row.
+  db.exec("UPDATE runs SET host_seq=9 WHERE run_id='r'");
+  CHECK(hb::storage::logged_host_seq(db, run) == 9);
+}
+
+TEST_CASE("a version 6 log is migrated in place: its rows gain host_seq, a live run's number stays readable",
+          "[recovery]") {
+  temp_dir dir;
+  write_old_log(dir, 6,
+                "CREATE TABLE runs(run_no INTEGER PRIMARY KEY, run_id TEXT NOT NULL UNIQUE, session_id TEXT NOT NULL,"
+                " status TEXT NOT NULL, started_at REAL NOT NULL, ended_at REAL, result TEXT, error TEXT,"
+                " pruned_at REAL, user_message TEXT, host_seq INTEGER NOT NULL DEFAULT 0);"
+                "CREATE TABLE deltas(run_no INTEGER NOT NULL, seq INTEGER NOT NULL, at REAL NOT NULL,"
+                " n INTEGER NOT NULL DEFAULT 1, sizes BLOB, text TEXT NOT NULL, PRIMARY KEY(run_no, seq)) WITHOUT ROWID;"
+                "CREATE TABLE events(run_no INTEGER NOT NULL, seq INTEGER NOT NULL, at REAL NOT NULL, body TEXT NOT NULL,"
+                " PRIMARY KEY(run_no, seq)) WITHOUT ROWID;"
+                "INSERT INTO runs(run_id, session_id, status, started_at, user_message, host_seq)"
+                " VALUES('live', 's', 'running', 1.0, '\"hi\"', 12);"
+                "INSERT INTO deltas(run_no, seq, at, text) VALUES(1, 0, 1.0, 'half');"
+                "INSERT INTO events VALUES(1, 1, 1.1, '{\"event\": \"step\"}');");
+  hb::storage::log_writer w(dir.file("events.db"));
+  CHECK(hb::storage::stored_schema_version(w.database()) == hb::storage::schema_version);
+  CHECK(w.database().execAndGet("SELECT group_concat(host_seq) FROM deltas").getString() == "0");
+  CHECK(w.database().execAndGet("SELECT group_concat(host_seq) FROM events").getString() == "0");
+  std::map<std::string, hb::storage::continuing_run> kept;
+  hb::storage::recover_open_runs(w.database(), 2.0, {"live"}, &kept);
+  CHECK(kept["live"].host_seq == 12);
+  auto continued = w.continue_run("live", 3.0);
+  REQUIRE(continued);
+  CHECK(continued->host_seq == 12);
+  w.append_delta("live", "rest", 3.0, 13);
+  w.commit();
+  CHECK(hb::storage::logged_host_seq(w.database(), 1) == 13);
+  hb::storage::log_reader r(dir.file("events.db"));
+  auto run = r.read_run("live", 0, 0);
+  REQUIRE(run);
+  REQUIRE(run->deltas.size() == 2);
+  CHECK(run->deltas[1] == "rest");
 }
 
 TEST_CASE("questions a surviving worker's agent still waits on stay open under their ids; the rest are settled",

@@ -110,7 +110,9 @@ TEST_CASE("a version 4 log reads the same before and after its migration, which 
     // As a version-4 daemon wrote it: each delta and, beside it, its event.
     SQLite::Database v4(log.path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
     v4.exec("CREATE TABLE deltas(run_no INTEGER NOT NULL, seq INTEGER NOT NULL, at REAL NOT NULL,"
-            " text TEXT NOT NULL, PRIMARY KEY(run_no, seq)) WITHOUT ROWID;"); // (before version 6)
+            " text TEXT NOT NULL, PRIMARY KEY(run_no, seq)) WITHOUT ROWID;" // (before version 6)
+            "CREATE TABLE events(run_no INTEGER NOT NULL, seq INTEGER NOT NULL, at REAL NOT NULL,"
+            " body TEXT NOT NULL, PRIMARY KEY(run_no, seq)) WITHOUT ROWID;"); // (before version 7)
     v4.exec(hb::storage::schema_sql);
     v4.exec("INSERT INTO meta VALUES('schema_version', '4');"
             "INSERT INTO runs(run_id, session_id, status, started_at) VALUES('r1', 's1', 'running', 1.0);");

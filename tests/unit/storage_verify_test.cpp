@@ -103,7 +103,7 @@ TEST_CASE("verify names a gap in a run's sequence", "[verify]") {
     CHECK(names(r, "events", "r1", 6, "gap: 2 event seq(s) up to 6"));
   }
   SECTION("a delta's text stored twice, as a version-4 log did") {
-    damage(log.path, "INSERT INTO events VALUES(2, 1, 3.2, '" + delta_event("x") + "')");
+    damage(log.path, "INSERT INTO events(run_no, seq, at, body) VALUES(2, 1, 3.2, '" + delta_event("x") + "')");
     auto r = verify(log.path);
     INFO(all(r));
     CHECK(names(r, "events", "r2", std::nullopt, "1 stream.delta event row(s)"));
@@ -122,10 +122,10 @@ TEST_CASE("verify names a sequence that does not start at 0", "[verify]") {
 TEST_CASE("verify names a duplicate sequence number and the lost key that let it in", "[verify]") {
   hb::test::temp_log log;
   write_healthy(log.path);
-  damage(log.path, "CREATE TABLE loose(run_no INTEGER, seq INTEGER, at REAL, body TEXT);"
+  damage(log.path, "CREATE TABLE loose(run_no INTEGER, seq INTEGER, at REAL, body TEXT, host_seq INTEGER);"
                    "INSERT INTO loose SELECT * FROM events; DROP TABLE events; ALTER TABLE loose RENAME TO events;"
-                   "INSERT INTO events VALUES(2, 1, 3.2, '{\"event\": \"step\"}');"
-                   "INSERT INTO events VALUES(2, 1, 3.2, '{\"event\": \"step\"}');");
+                   "INSERT INTO events(run_no, seq, at, body) VALUES(2, 1, 3.2, '{\"event\": \"step\"}');"
+                   "INSERT INTO events(run_no, seq, at, body) VALUES(2, 1, 3.2, '{\"event\": \"step\"}');");
   auto r = verify(log.path);
   INFO(all(r));
   CHECK(names(r, "events", "r2", 1, "duplicate seq 1"));
@@ -143,7 +143,7 @@ TEST_CASE("verify names a finished run whose terminal status is missing", "[veri
     CHECK_FALSE(names(r, "runs", "r3", std::nullopt, "terminal status")); // the live run is fine
   }
   SECTION("back to 'running' after recovery settled it") {
-    damage(log.path, "INSERT INTO events VALUES(3, 2, 5.0, '{\"event\": \"bridge.recovered\", \"status\": \"interrupted\"}')");
+    damage(log.path, "INSERT INTO events(run_no, seq, at, body) VALUES(3, 2, 5.0, '{\"event\": \"bridge.recovered\", \"status\": \"interrupted\"}')");
     auto r = verify(log.path);
     INFO(all(r));
     CHECK(names(r, "runs", "r3", std::nullopt, "although recovery settled it"));
@@ -173,11 +173,11 @@ TEST_CASE("verify names orphan rows and orphan or open approvals", "[verify]") {
   hb::test::temp_log log;
   write_healthy(log.path);
   damage(log.path,
-         "INSERT INTO events VALUES(99, 0, 9.0, '{\"event\": \"step\"}');"
+         "INSERT INTO events(run_no, seq, at, body) VALUES(99, 0, 9.0, '{\"event\": \"step\"}');"
          "INSERT INTO deltas(run_no, seq, at, text) VALUES(99, 0, 9.0, 'lost');"
-         "INSERT INTO events VALUES(2, 1, 3.2, '{\"event\": \"approval.resolved\", \"approval_id\": \"zz\", \"choice\": \"deny\"}');"
-         "INSERT INTO events VALUES(2, 2, 3.3, '{\"event\": \"approval.requested\", \"approval_id\": \"b2\"}');"
-         "INSERT INTO events VALUES(1, 7, 1.8, '{\"event\": \"approval.resolved\", \"approval_id\": \"a1\", \"choice\": \"deny\"}');");
+         "INSERT INTO events(run_no, seq, at, body) VALUES(2, 1, 3.2, '{\"event\": \"approval.resolved\", \"approval_id\": \"zz\", \"choice\": \"deny\"}');"
+         "INSERT INTO events(run_no, seq, at, body) VALUES(2, 2, 3.3, '{\"event\": \"approval.requested\", \"approval_id\": \"b2\"}');"
+         "INSERT INTO events(run_no, seq, at, body) VALUES(1, 7, 1.8, '{\"event\": \"approval.resolved\", \"approval_id\": \"a1\", \"choice\": \"deny\"}');");
   auto r = verify(log.path);
   INFO(all(r));
   CHECK(names(r, "events", "run_no 99", std::nullopt, "orphan row(s)"));
