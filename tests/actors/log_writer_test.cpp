@@ -5,6 +5,7 @@
 #include "tests/actors/writer_fixture.hpp"
 
 #include "actors/run_output.hpp"
+#include "storage/recovery.hpp"
 
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <nlohmann/json.hpp>
@@ -108,6 +109,29 @@ CAF_TEST(a workers texts land in order around its events and are acknowledged wi
   CAF_CHECK_EQUAL(json::parse(run->events[2]).value("delta", ""), "c");
   CAF_CHECK_EQUAL(json::parse(run->events[3]).value("event", ""), "x");
   CAF_CHECK_EQUAL(json::parse(run->events.back()).value("delta", ""), "2499 ");
+  forget_run_output("r1");
+}
+
+CAF_TEST(rows from a workers queue carry the numbers of the frames that brought them) {
+  CAF_REQUIRE(open_run("r1"));
+  auto queue = open_run_output("r1");
+  send_run_deltas(writer, "r1", *queue, {"a", "b"}, 101.0, 1); // frames 1 and 2: one packed row
+  send_run_output(writer, "r1", queue.get(), true, R"({"event": "x"})", 102.0, 3);
+  send_run_deltas(writer, "r1", *queue, {"c"}, 103.0, 4);
+  deliver();
+  SQLite::Database file(db.path);
+  auto run_no = file.execAndGet("SELECT run_no FROM runs WHERE run_id = 'r1'").getInt64();
+  SQLite::Statement rows(file, "SELECT host_seq FROM deltas WHERE run_no = ? ORDER BY seq");
+  rows.bind(1, run_no);
+  std::vector<int64_t> delta_rows;
+  while (rows.executeStep())
+    delta_rows.push_back(rows.getColumn(0).getInt64());
+  CAF_CHECK_EQUAL(delta_rows, (std::vector<int64_t>{2, 4})); // each row: its last delta's frame
+  SQLite::Statement event(file, "SELECT host_seq FROM events WHERE run_no = ? AND body LIKE '%\"event\": \"x\"%'");
+  event.bind(1, run_no);
+  CAF_REQUIRE(event.executeStep());
+  CAF_CHECK_EQUAL(event.getColumn(0).getInt64(), 3);
+  CAF_CHECK_EQUAL(hb::storage::logged_host_seq(file, run_no), 4u); // what a daemon re-attaching asks after
   forget_run_output("r1");
 }
 
