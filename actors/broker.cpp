@@ -1,5 +1,5 @@
 // The broker actor itself: what it does when it starts, the messages it
-// takes besides its connections' (questions, commit notices, activity), idle
+// takes besides its connections' (questions, commit notices), idle
 // collection and the stop. Requests: broker_intake.cpp and broker_router.cpp.
 #include "actors/broker.hpp"
 
@@ -78,10 +78,12 @@ caf::behavior broker_behavior(broker_actor* self, listener listen,
   self->send(st.links.questions, questions_watch{}); // health counts the open ones
   start_output_hub(self);
   for (const auto& row : *dormant) {
-    st.sessions.emplace(row.session_id, new_session(self, row.session_id, &row));
+    auto session = new_session(self, row.session_id, &row);
+    st.sessions.emplace(row.session_id, session);
+    // Counted from the start, before the session actor first runs (and says so itself).
     auto config = json::parse(row.config, nullptr, false);
     std::string profile = config.is_object() ? config.value("profile", "") : "";
-    st.activity[row.session_id] = {profile.empty() ? "default" : profile, false};
+    st.activity->put(session.id(), {row.session_id, profile.empty() ? "default" : profile, false});
   }
   st.acceptor = listen(self);
   st.direct_sends = dynamic_cast<caf::io::network::default_multiplexer*>(&self->backend()) != nullptr;
@@ -106,11 +108,6 @@ caf::behavior broker_behavior(broker_actor* self, listener listen,
     [=](const poll_due& due) { on_wait_due(self, due.when); },
     [=](const connection_drained& d) { on_drained(self, handle::from_int(d.connection)); },
     [=](question_asked& asked) { return self->delegate(self->state.links.questions, std::move(asked)); },
-    [=](session_activity& a) {
-      auto& st = self->state;
-      if (st.sessions.count(a.session_id))
-        st.activity[a.session_id] = {std::move(a.profile), a.running};
-    },
     [=](const session_unlisted& gone) {
       forget_session_actor(self, gone.session_id, caf::actor_cast<caf::actor>(self->current_sender()));
     },

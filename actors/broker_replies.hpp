@@ -21,7 +21,7 @@ struct done_reply {
   std::string status; // empty: none
 };
 
-// Sessions and turns per profile, from each session's session_activity.
+// Sessions and turns per profile, from the sessions' activity (live_activity()).
 struct activity_counts {
   int64_t sessions = 0;
   int64_t running = 0;

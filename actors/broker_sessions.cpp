@@ -20,7 +20,7 @@ session_links_ptr links_for_sessions(broker_actor* self) {
     const auto& settings = *st.settings;
     st.session_links = std::make_shared<const session_links>(
       session_links{caf::actor_cast<caf::actor>(self), st.links.writer, st.links.readers.front(), settings.db_path,
-                    settings.default_harness, daemon_hosting(settings.native)});
+                    settings.default_harness, daemon_hosting(settings.native), st.activity});
   }
   return st.session_links;
 }
@@ -61,10 +61,18 @@ const caf::actor& existing_session(broker_actor* self, const std::string& id) {
 
 void forget_session_actor(broker_actor* self, const std::string& id, const caf::actor& which) {
   auto it = self->state.sessions.find(id);
-  if (it != self->state.sessions.end() && it->second == which) {
+  if (it != self->state.sessions.end() && it->second == which)
     self->state.sessions.erase(it);
-    self->state.activity.erase(id);
+}
+
+std::vector<session_activity::entry> live_activity(broker_actor* self) {
+  std::vector<session_activity::entry> live;
+  for (auto& [who, entry] : self->state.activity->all()) {
+    auto it = self->state.sessions.find(entry.session_id);
+    if (it != self->state.sessions.end() && it->second.id() == who)
+      live.push_back(std::move(entry));
   }
+  return live;
 }
 
 void destroy_sessions(broker_actor* self, std::vector<caf::actor> sessions,
@@ -161,7 +169,6 @@ void on_request(broker_actor* self, const reply_to& to, requests::destroy& r) {
     return respond(self, to, encode(destroy_reply{id, false}));
   caf::actor session = it->second;
   self->state.sessions.erase(it);
-  self->state.activity.erase(id);
   self->request(session, session_reply_limit, destroy_session{})
     .then([=](bool existed) { respond(self, to, encode(destroy_reply{id, existed})); },
           [=](caf::error&) { respond(self, to, encode(destroy_reply{id, false})); });
@@ -172,7 +179,6 @@ void on_request(broker_actor* self, const reply_to& to, requests::destroy_all&) 
   for (auto& [id, session] : self->state.sessions)
     sessions.push_back(session);
   self->state.sessions.clear();
-  self->state.activity.clear();
   destroy_sessions(self, std::move(sessions), [=](int64_t count) {
     respond(self, to, encode(destroyed_count_reply{std::nullopt, count}));
   });

@@ -91,8 +91,9 @@ struct broker_state {
   // small answers may be sent at once (send_answers).
   bool direct_sends = false;
   int64_t pid = 0; // ping tells it
-  // Each session's profile and whether a turn runs (session_activity).
-  std::map<std::string, std::pair<std::string, bool>> activity;
+  // Each session's profile and whether a turn runs, written by the sessions
+  // (read through live_activity()).
+  std::shared_ptr<session_activity> activity = std::make_shared<session_activity>();
   static inline const char* name = "broker";
 };
 
@@ -169,7 +170,7 @@ void on_request(broker_actor* self, const reply_to& to, requests::profile_op& r)
 void on_request(broker_actor* self, const reply_to& to, requests::unknown_mcp& r);
 void on_request(broker_actor* self, const reply_to& to, requests::destroy_profile& r);
 void on_request(broker_actor* self, const reply_to& to, requests::worker_ping& r);
-// ping's answer: this daemon, its workers and its sessions (kept from their session_activity).
+// ping's answer: this daemon, its workers and its sessions (from live_activity()).
 ping_reply ping_of(broker_actor* self);
 
 // -- broker_push.cpp -------------------------------------------------------------
@@ -223,6 +224,9 @@ void destroy_sessions(broker_actor* self, std::vector<caf::actor> sessions,
                       std::function<void(int64_t destroyed)> finish);
 // Drops `which` from the session table if it is still the one for `id`.
 void forget_session_actor(broker_actor* self, const std::string& id, const caf::actor& which);
+// The activity of the sessions in the table: an entry of an actor the table
+// no longer holds for its id (destroyed, replaced, not yet gone) is not one.
+std::vector<session_activity::entry> live_activity(broker_actor* self);
 
 // -- broker.cpp --------------------------------------------------------------------
 const caf::actor& next_reader(broker_actor* self);

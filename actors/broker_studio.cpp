@@ -96,10 +96,9 @@ void on_request(broker_actor* self, const reply_to& to, requests::unknown_mcp& r
 void on_request(broker_actor* self, const reply_to& to, requests::destroy_profile& r) {
   std::string profile = r.profile;
   std::vector<std::pair<std::string, caf::actor>> doomed;
-  for (auto& [id, entry] : self->state.activity)
-    if (entry.first == profile)
-      if (auto it = self->state.sessions.find(id); it != self->state.sessions.end())
-        doomed.emplace_back(id, it->second);
+  for (auto& entry : live_activity(self))
+    if (entry.profile == profile)
+      doomed.emplace_back(entry.session_id, self->state.sessions.at(entry.session_id));
   std::vector<caf::actor> sessions;
   for (auto& [id, session] : doomed) {
     forget_session_actor(self, id, session);
@@ -114,10 +113,10 @@ void on_request(broker_actor* self, const reply_to& to, requests::worker_ping& r
   const auto& settings = *self->state.settings;
   worker_ping_reply pong{now_seconds(), self->state.pid, settings.agent_root, r.profile, settings.hermes_home, 0, 0,
                          r.worker_key};
-  for (auto& [id, entry] : self->state.activity)
-    if (entry.first == r.profile) {
+  for (auto& entry : live_activity(self))
+    if (entry.profile == r.profile) {
       ++pong.session_count;
-      pong.running_session_count += entry.second ? 1 : 0;
+      pong.running_session_count += entry.running ? 1 : 0;
     }
   respond(self, to, encode(pong));
 }
@@ -129,8 +128,7 @@ ping_reply ping_of(broker_actor* self) {
   pong.agent_root = st.settings->agent_root;
   pong.pid = st.pid;
   pong.endpoint = st.settings->endpoint;
-  for (auto& [id, entry] : st.activity) {
-    auto& [profile, running] = entry;
+  for (auto& [_, profile, running] : live_activity(self)) {
     ++pong.activity.sessions;
     ++pong.activity.by_profile[profile];
     if (running) {

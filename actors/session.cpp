@@ -74,9 +74,9 @@ void persist(session_actor* self) {
 
 void announce(session_actor* self) {
   auto& st = self->state;
-  if (st.listed)
-    self->send(st.links->broker, session_activity{st.id, st.profile.empty() ? "default" : st.profile,
-                                                 st.busy() && st.now != phase::destroyed});
+  if (st.listed && st.links->activity)
+    st.activity.put(st.links->activity, self->id(),
+                    {st.id, st.profile.empty() ? "default" : st.profile, st.busy() && st.now != phase::destroyed});
 }
 
 void save_row(session_actor* self) {
@@ -278,6 +278,8 @@ void init_state(session_state& st, std::string id, session_links_ptr links, cons
 caf::behavior session_behavior(session_actor* self, std::string id, session_links_ptr links,
                                std::shared_ptr<const storage::session_row> dormant) {
   init_state(self->state, std::move(id), std::move(links), dormant.get());
+  if (dormant)
+    announce(self); // its entry is its own from now on: gone with it
   if (dormant && self->state.links->hosting.adopt)
     if (auto adopted = self->state.links->hosting.adopt(self->state.id))
       take_adopted(self, std::move(*adopted));

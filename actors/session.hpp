@@ -5,6 +5,7 @@
 #pragma once
 
 #include "actors/chat_request.hpp"
+#include "actors/session_activity.hpp"
 #include "actors/vocabulary.hpp"
 #include "storage/log_rows.hpp"
 
@@ -48,6 +49,7 @@ struct session_links {
   std::string db_path; // replays read recorded runs from it
   std::string default_harness = "embedded"; // for new sessions that name none
   session_hosting hosting;
+  std::shared_ptr<session_activity> activity; // what each session is, for the broker to count
 };
 
 // Every session of a daemon holds the same links: one copy, shared.

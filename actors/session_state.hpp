@@ -57,6 +57,7 @@ struct session_state {
   // never runs ahead of what get_output says (the seed's order).
   std::string finishing_run;
   bool listed = false;    // `list` shows it: it had an agent, or the log knows it
+  session_activity_slot activity; // what the broker counts of it (announce())
   double created_at = 0;
   double last_used_at = 0;
   std::string config = "{}";
@@ -103,7 +104,7 @@ void enter(session_actor* self, phase p);
 void settle(session_actor* self);
 // Tells the broker (listing, profile gates) and the log what the session is now.
 void persist(session_actor* self);
-// persist's two halves: the broker's, and the log's (the session's row).
+// persist's two halves: the broker's (the activity table), and the log's (the session's row).
 void announce(session_actor* self);
 void save_row(session_actor* self);
 // The session was destroyed and nothing it started is left: it goes.

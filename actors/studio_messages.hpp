@@ -80,19 +80,6 @@ typename Inspector::result_type inspect(Inspector& f, profile_of&) {
   return f(caf::meta::type_name("profile_of"));
 }
 
-// Session -> broker, whenever the session's state is persisted: what `ping`
-// counts without asking every session.
-struct session_activity {
-  std::string session_id;
-  std::string profile;
-  bool running = false;
-};
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, session_activity& x) {
-  return f(caf::meta::type_name("session_activity"), x.session_id, x.profile, x.running);
-}
-
 // Names them for CAF (needed once a message crosses a process).
 inline void add_studio_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<agent_recipe>("hb::agent_recipe")
@@ -100,8 +87,7 @@ inline void add_studio_message_types(caf::actor_system_config& cfg) {
     .add_message_type<switch_model>("hb::switch_model")
     .add_message_type<switch_reply>("hb::switch_reply")
     .add_message_type<estimate_reply>("hb::estimate_reply")
-    .add_message_type<profile_of>("hb::profile_of")
-    .add_message_type<session_activity>("hb::session_activity");
+    .add_message_type<profile_of>("hb::profile_of");
 }
 
 } // namespace hb::actors

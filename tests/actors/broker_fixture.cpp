@@ -17,7 +17,7 @@ namespace {
 // A session as the broker sees one: it answers what a session answers and
 // records what reached it.
 caf::behavior fake_session(caf::event_based_actor* self, std::string id, caf::actor broker,
-                           std::shared_ptr<broker_world> w) {
+                           std::shared_ptr<session_activity> activity, std::shared_ptr<broker_world> w) {
   auto heard = [=](std::string what) { w->received[id].push_back(std::move(what)); };
   auto view = [=] {
     session_view v;
@@ -42,6 +42,8 @@ caf::behavior fake_session(caf::event_based_actor* self, std::string id, caf::ac
         w->held_chats.emplace_back(id, rp);
         return caf::result<chat_reply>{caf::delegated<chat_reply>{}};
       }
+      // As a session whose turn began: running, in the table the broker counts.
+      activity->put(self->id(), {id, chat.turn.message_text == "work" ? "work" : "default", true});
       return chat_reply{"run-of-" + id, id, {}};
     },
     [=](const interrupt_turn&) {
@@ -117,7 +119,7 @@ void broker_fixture::start(const std::vector<storage::session_row>& dormant) {
   links.spawn_session = [w = world](caf::actor_system& sys, const std::string& id, session_links_ptr around,
                                     const storage::session_row* dormant) {
     w->spawned.push_back(dormant ? id + " (dormant)" : id);
-    return sys.spawn(fake_session, id, around->broker, w);
+    return sys.spawn(fake_session, id, around->broker, around->activity, w);
   };
   auto acceptor = acceptor_;
   auto& mpx = this->mpx;

@@ -129,6 +129,29 @@ CAF_TEST(sessions known from the log are made at start and listed) {
   CAF_CHECK(status["exists"] == true);
 }
 
+CAF_TEST(ping counts what sessions say of themselves while the registry holds them) {
+  start();
+  ask_once(R"({"action": "chat", "session_id": "s1", "message": "work"})");
+  ask_once(R"({"action": "chat", "session_id": "s2", "message": "hi"})");
+  auto pong = parsed(ask_once(R"({"action": "ping"})"));
+  CAF_CHECK(pong["active_sessions"] == 2);
+  CAF_CHECK(pong["running_sessions"] == 2);
+  CAF_CHECK(pong["running_sessions_by_profile"]["work"] == 1);
+  auto work = parsed(ask_once(R"({"action": "worker_ping", "profile": "work"})"));
+  CAF_CHECK(work["session_count"] == 1);
+  // Destroyed, s1's actor goes (a real session's entry with it; this one's
+  // stays behind): only what the registry still holds is counted.
+  ask_once(R"({"action": "destroy", "session_id": "s1"})");
+  pong = parsed(ask_once(R"({"action": "ping"})"));
+  CAF_CHECK(pong["active_sessions"] == 1);
+  CAF_CHECK(pong["sessions_by_profile"].value("work", 0) == 0);
+  // A new actor for the same id is counted by its own entry, not the old one's.
+  ask_once(R"({"action": "chat", "session_id": "s1", "message": "hi"})");
+  pong = parsed(ask_once(R"({"action": "ping"})"));
+  CAF_CHECK(pong["active_sessions"] == 2);
+  CAF_CHECK(pong["sessions_by_profile"]["default"] == 2);
+}
+
 CAF_TEST(pipelined requests are answered in request order with their ids) {
   start();
   world->chats_answer = false;

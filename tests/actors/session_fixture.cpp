@@ -19,7 +19,6 @@ using release_atom = caf::atom_constant<caf::atom("release")>;
 
 caf::behavior fake_broker(caf::event_based_actor*, std::shared_ptr<session_world> w) {
   return {
-    [=](session_activity& a) { w->activity.push_back(std::move(a)); },
     [=](const session_questions_cancelled& c) { w->cancelled.push_back(c.reason); },
     [=](const session_unlisted& u) { w->unlisted.push_back(u.session_id); },
   };
@@ -70,7 +69,7 @@ namespace {
 
 session_links_ptr links_of(const caf::actor& broker, const caf::actor& writer, const caf::actor& reader,
                        std::shared_ptr<session_world> w) {
-  session_links links{broker, writer, reader, "", "embedded", {}};
+  session_links links{broker, writer, reader, "", "embedded", {}, w->activity};
   links.hosting.make_agent = [w](const std::string& id, const agent_recipe& recipe,
                                  std::string& config) -> std::shared_ptr<bridge::agent_host> {
     w->built.push_back(recipe);
@@ -148,6 +147,13 @@ session_view session_fixture::view(const caf::actor& s) {
   auto v = ask<session_view>(s, session_query{});
   CAF_REQUIRE(v);
   return *v;
+}
+
+std::optional<session_activity::entry> session_fixture::activity_of(const caf::actor& s) {
+  for (auto& [who, entry] : world->activity->all())
+    if (who == s.id())
+      return entry;
+  return std::nullopt;
 }
 
 bool session_fixture::alive(const caf::actor& s) {

@@ -13,6 +13,7 @@
 #include "protocol/json_text.hpp"
 
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -71,7 +72,7 @@ struct session_world {
   // broker
   std::vector<std::string> cancelled; // session_questions_cancelled reasons
   std::vector<std::string> unlisted;
-  std::vector<actors::session_activity> activity;
+  std::shared_ptr<actors::session_activity> activity = std::make_shared<actors::session_activity>();
 };
 
 class session_fixture : public actor_fixture {
@@ -103,6 +104,8 @@ public:
     finish(s, run_id);
   }
   actors::session_view view(const caf::actor& s);
+  // What session actor `s` says it is in the activity table the broker reads, if anything.
+  std::optional<actors::session_activity::entry> activity_of(const caf::actor& s);
   // Whether the session actor still takes messages.
   bool alive(const caf::actor& s);
   void release_openings();

@@ -225,8 +225,9 @@ CAF_TEST(a turns row reaches the writer ahead of its opening and not again after
   CAF_REQUIRE_EQUAL(world->puts_at_opening.size(), 2u);
   CAF_CHECK_EQUAL(world->puts_at_opening.back(), before + 1); // one commit of the writer holds both
   CAF_CHECK_EQUAL(world->puts.size(), before + 1);
-  CAF_REQUIRE(!world->activity.empty());
-  CAF_CHECK(world->activity.back().running); // the broker still learns of the run once it opened
+  auto activity = activity_of(s);
+  CAF_REQUIRE(activity);
+  CAF_CHECK(activity->running); // the broker still learns of the run once it opened
 }
 
 CAF_TEST(a dormant session never writes back the history it read) {
@@ -267,6 +268,24 @@ CAF_TEST(destroy of an idle session ends it and its agent at once) {
   CAF_CHECK_EQUAL(world->agents[0]->closes, 1);
   CAF_CHECK(world->puts.back().destroyed);
   CAF_CHECK(!alive(s));
+}
+
+CAF_TEST(a session says in the activity table whether it runs and its entry goes with it) {
+  auto s = session();
+  CAF_CHECK(!activity_of(s)); // fresh: nothing to count yet
+  auto run_id = run_chat(s, hello);
+  auto running = activity_of(s);
+  CAF_REQUIRE(running);
+  CAF_CHECK_EQUAL(running->session_id, "s1");
+  CAF_CHECK_EQUAL(running->profile, "default");
+  CAF_CHECK(running->running);
+  end_run(s, run_id);
+  auto idle = activity_of(s);
+  CAF_REQUIRE(idle);
+  CAF_CHECK(!idle->running);
+  ask<bool>(s, destroy_session{});
+  CAF_CHECK(!alive(s));
+  CAF_CHECK(world->activity->all().empty());
 }
 
 CAF_TEST(destroy of a fresh session says it did not exist) {
@@ -345,7 +364,8 @@ CAF_TEST(a session whose turn goes on in a surviving worker follows it to its en
   CAF_CHECK(world->runs[0].continuing); // followed, not started: no run row is opened
   CAF_CHECK_EQUAL(world->runs[0].run_id, "r-live");
   CAF_CHECK(world->opened_runs.empty());
-  CAF_CHECK(!world->activity.empty() && world->activity.back().running);
+  auto activity = activity_of(d);
+  CAF_CHECK(activity && activity->running);
   auto v = view(d);
   CAF_CHECK(v.running);
   CAF_CHECK_EQUAL(v.current_run_id, "r-live");
